@@ -1,0 +1,53 @@
+# Two commands on a fresh machine: `make run` and `make test`. Each builds its own virtualenv in .venv
+# from pyproject.toml and needs nothing installed by hand.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# Re-install whenever pyproject.toml changes; the stamp names what was installed.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+TEST_STAMP := $(VENV)/.installed-test
+HOST ?= 127.0.0.1
+PORT ?= 8000
+WORKERS ?= 1
+PYTEST_ARGS ?=
+
+.PHONY: run test install install-test worker lint bench clean-data
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@ $(RUNTIME_STAMP)
+
+install: $(RUNTIME_STAMP)
+
+install-test: $(TEST_STAMP)
+
+## Install, migrate the (embedded) database and serve the API on http://$(HOST):$(PORT)
+run: $(RUNTIME_STAMP)
+	$(BIN)/tenet serve --host $(HOST) --port $(PORT) --workers $(WORKERS)
+
+## Background jobs (invitation expiry, mail delivery, clean-up)
+worker: $(RUNTIME_STAMP)
+	$(BIN)/tenet worker
+
+## Install and run the whole test suite (embedded PostgreSQL unless DATABASE_URL is set)
+test: $(TEST_STAMP)
+	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check src tests bench
+
+## Load benchmarks (not part of the test run): make bench SCENARIO=auth_me
+SCENARIO ?= auth_me
+bench: $(TEST_STAMP)
+	$(BIN)/python -m bench $(SCENARIO)
+
+clean-data:
+	rm -rf var/

@@ -1,0 +1,3 @@
+from tenet.cli import main
+
+main()

@@ -1,0 +1,250 @@
+"""The `tenet` command: serve | worker | migrate | invariants | users | demo."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tenet.settings import Settings
+
+app = typer.Typer(help="Tenet: four invariant-first business systems on PostgreSQL.", no_args_is_help=True)
+invariants_app = typer.Typer(help="The invariant catalog: list, export to docs/, check a live database.")
+users_app = typer.Typer(help="User administration from the shell.")
+app.add_typer(invariants_app, name="invariants")
+app.add_typer(users_app, name="users")
+console = Console(stderr=True)
+
+FIRST_ADMIN_EMAIL = "admin@example.com"
+
+
+def _database_url(settings: Settings, override: str | None = None) -> str:
+    from tenet.db.embedded import resolve_database_url
+
+    return resolve_database_url(override or settings.database_url, settings.pgdata_dir)
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+@app.command()
+def migrate(database_url: Annotated[str | None, typer.Option(help="Defaults to DATABASE_URL / embedded")] = None,
+            revision: str = "head") -> None:
+    """Upgrade the database schema to the migrations' head (or to REVISION)."""
+    from tenet.db import migrate as migrations
+
+    url = _database_url(Settings(), database_url)
+    migrations.upgrade(url, revision)
+    console.print(f"[green]database at {revision}[/green]")
+
+
+async def _bootstrap_first_admin(settings: Settings, url: str) -> tuple[str, str] | None:
+    """First start on the embedded database: create an administrator with a generated password."""
+    from tenet.db.database import Database
+    from tenet.iam import service
+    from tenet.iam.passwords import Passwords
+    from tenet.iam.permissions import Role
+    from tenet.kernel.audit import Actor
+    from tenet.kernel.clock import SystemClock
+
+    db = Database.from_url(url, pool_size=1, max_overflow=0)
+    try:
+        async with db.unit_of_work() as session:
+            if await service.count_active_administrators(session) > 0:
+                return None
+            if await service.find_user_by_email(session, FIRST_ADMIN_EMAIL) is not None:
+                return None  # never take over an existing account; the banner explains create-admin
+            password = secrets.token_urlsafe(12)
+            await service.create_user(
+                session, passwords=Passwords(), email=FIRST_ADMIN_EMAIL, password=password,
+                display_name="Administrator", now=SystemClock().now(), actor=Actor.system(),
+                roles=[Role.ADMINISTRATOR],
+            )
+            return FIRST_ADMIN_EMAIL, password
+    finally:
+        await db.dispose()
+
+
+@app.command()
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="API processes")] = 1,
+    migrate_first: Annotated[bool | None, typer.Option(
+        "--migrate/--no-migrate", help="Upgrade the schema before serving (default: only on the embedded database)",
+    )] = None,
+) -> None:
+    """Serve the HTTP API (migrating the embedded database to head first)."""
+    import uvicorn
+
+    from tenet.db import migrate as migrations
+    from tenet.observability import MULTIPROC_ENV, configure_logging
+
+    settings = Settings()
+    configure_logging(settings.log_level, settings.log_format)
+    url = _database_url(settings)
+    if migrate_first if migrate_first is not None else settings.uses_embedded_database:
+        migrations.upgrade(url)
+    settings.signing_key()  # generate the development key once, before any worker process starts
+    # Worker processes inherit the resolved URL, so they join the server this process started.
+    os.environ["DATABASE_URL"] = url
+    if workers > 1 and not os.environ.get(MULTIPROC_ENV):
+        # Metrics of all API processes are summed at scrape time (prometheus_client multiprocess mode).
+        metrics_dir = Path(tempfile.mkdtemp(prefix="metrics-", dir=settings.data_dir.resolve()))
+        os.environ[MULTIPROC_ENV] = str(metrics_dir)
+
+    base = f"http://{host}:{port}"
+    if settings.uses_embedded_database:
+        created = _run(_bootstrap_first_admin(settings, url))
+        console.rule("[bold]Tenet")
+        console.print(f"Embedded PostgreSQL under {settings.pgdata_dir}")
+        if created:
+            email, password = created
+            console.print(f"First administrator created: [bold]{email}[/bold] / password [bold]{password}[/bold]")
+            console.print("This password is shown once. Sign in at /docs (Authorize) or POST /api/v1/auth/token.")
+        else:
+            console.print("Sign in with your administrator account; to add one: "
+                          "[bold]tenet users create-admin --email E --password P[/bold]")
+        console.print(f"API docs: [bold]{base}/docs[/bold]   readiness: {base}/readyz")
+        console.rule()
+    else:
+        console.print(f"Serving on {base} (docs at {base}/docs). "
+                      "No administrator yet? Run: tenet users create-admin --email E --password P")
+    uvicorn.run(
+        "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
+        access_log=False, timeout_graceful_shutdown=20, proxy_headers=True,
+    )
+
+
+@app.command()
+def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
+    """Run background jobs (mail delivery, invitation expiry, clean-up). Run as many as you like."""
+    from tenet.observability import configure_logging
+    from tenet.worker import run_worker
+
+    settings = Settings()
+    configure_logging(settings.log_level, settings.log_format)
+    _run(run_worker(settings, _database_url(settings), concurrency=concurrency))
+
+
+@users_app.command("create-admin")
+def create_admin(
+    email: Annotated[str, typer.Option(help="Sign-in email")],
+    password: Annotated[str, typer.Option(help="At least 10 characters", prompt=True, hide_input=True)],
+    display_name: str = "Administrator",
+    reset_password: Annotated[bool, typer.Option(help="Also set the password of an existing account")] = False,
+) -> None:
+    """Create an Administrator, or make an existing account one. Safe to run again."""
+    from tenet.db.database import Database
+    from tenet.iam import service
+    from tenet.iam.passwords import Passwords
+    from tenet.kernel.clock import SystemClock
+    from tenet.kernel.errors import DomainError
+
+    settings = Settings()
+
+    async def go() -> tuple[str, bool]:
+        db = Database.from_url(_database_url(settings), pool_size=1, max_overflow=0)
+        try:
+            async with db.unit_of_work() as session:
+                user, created = await service.ensure_administrator(
+                    session, passwords=Passwords(time_cost=settings.password_hash_time_cost,
+                                                 memory_kib=settings.password_hash_memory_kib),
+                    email=email, password=password, display_name=display_name, now=SystemClock().now(),
+                    reset_password=reset_password,
+                )
+                return str(user.id), created
+        finally:
+            await db.dispose()
+
+    try:
+        user_id, created = _run(go())
+    except DomainError as exc:
+        console.print(f"[red]{exc.code}[/red]: {exc.detail}")
+        raise typer.Exit(2) from None
+    verb = "created" if created else "already existed; ensured it is an active Administrator"
+    console.print(f"{email} ({user_id}) {verb}")
+
+
+@invariants_app.command("list")
+def invariants_list() -> None:
+    """Print the catalog as a table."""
+    from tenet.kernel.invariants import all_invariants
+
+    table = Table("id", "statement", "database", "error code")
+    for inv in all_invariants():
+        table.add_row(inv.id, inv.statement, ", ".join(inv.db) or "-", inv.error_code or "-")
+    Console().print(table)
+
+
+@invariants_app.command("export")
+def invariants_export(output: Path = Path("docs/invariants.md")) -> None:
+    """Write the catalog (and the state diagrams) as markdown."""
+    from tenet.kernel.invariants import all_invariants, markdown
+    from tenet.kernel.transitions import STATE_MACHINES
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(markdown(all_invariants()), encoding="utf-8")
+    diagrams = output.parent / "state-machines.md"
+    parts = ["# State machines", "", "Generated by `tenet invariants export`; do not edit by hand.", ""]
+    for machine in sorted(STATE_MACHINES.values(), key=lambda m: m.name):
+        parts += [f"## {machine.name}", "", "```mermaid", machine.mermaid(), "```", ""]
+    diagrams.write_text("\n".join(parts), encoding="utf-8")
+    console.print(f"wrote {output} and {diagrams}")
+
+
+@invariants_app.command("check")
+def invariants_check(
+    database_url: Annotated[str | None, typer.Option(help="Defaults to DATABASE_URL / embedded")] = None,
+) -> None:
+    """Run every detector against a live database; exit 1 naming the invariants that do not hold."""
+    from tenet.db.database import make_engine
+    from tenet.kernel.invariants import all_invariants, check
+
+    url = _database_url(Settings(), database_url)
+
+    async def go():
+        engine = make_engine(url, pool_size=1, max_overflow=0)
+        try:
+            async with engine.connect() as connection:
+                return await check(connection)
+        finally:
+            await engine.dispose()
+
+    violations = _run(go())
+    total = len(all_invariants())
+    if not violations:
+        console.print(f"[green]all {total} invariants hold[/green]")
+        return
+    for violation in violations:
+        console.print(f"[red]{violation.invariant.id}[/red] {violation.rows} row(s): {violation.invariant.statement}")
+        for row in violation.sample:
+            console.print(f"    {row}")
+    raise typer.Exit(1)
+
+
+@app.command()
+def demo() -> None:
+    """Load demo data for every system that has landed (idempotent)."""
+    from tenet.demo import load_demo
+
+    settings = Settings()
+    summary = _run(load_demo(settings, _database_url(settings)))
+    for line in summary:
+        console.print(line)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)

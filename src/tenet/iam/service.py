@@ -1,0 +1,367 @@
+"""Identity commands and queries. Each runs inside the caller's unit of work and never commits."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenet.iam import errors
+from tenet.iam.models import ApiClient, RefreshToken, UserAccount, UserRole
+from tenet.iam.passwords import Passwords, password_problems
+from tenet.iam.permissions import DEFAULT_ROLES, Role, Scope
+from tenet.iam.principal import Principal
+from tenet.iam.schemas import TokenResponse
+from tenet.iam.tokens import AccessClaims, AccessTokens, digest, new_client_id, new_secret
+from tenet.kernel import audit
+from tenet.kernel.audit import Actor
+from tenet.kernel.db_errors import is_violation_of
+from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean_email, normalize_email
+from tenet.kernel.pagination import PageParams, keyset_page
+
+USER_EMAIL_INDEX = "uq_user_account_email_live"
+
+
+# --- users -------------------------------------------------------------------------------------------
+
+
+async def roles_of(session: AsyncSession, user_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
+    ids = list(user_ids)
+    found: dict[uuid.UUID, list[str]] = {user_id: [] for user_id in ids}
+    if ids:
+        rows = await session.execute(
+            select(UserRole.user_id, UserRole.role_name).where(UserRole.user_id.in_(ids)).order_by(UserRole.role_name)
+        )
+        for user_id, role in rows:
+            found[user_id].append(role)
+    return found
+
+
+async def find_user_by_email(session: AsyncSession, email: str) -> UserAccount | None:
+    return (await session.scalars(
+        select(UserAccount).where(UserAccount.email_normalized == normalize_email(email),
+                                  UserAccount.status != "deleted")
+    )).one_or_none()
+
+
+async def get_user(session: AsyncSession, user_id: uuid.UUID, *, include_deleted: bool = False) -> UserAccount:
+    user = await session.get(UserAccount, user_id)
+    if user is None or (user.status == "deleted" and not include_deleted):
+        raise errors.UserNotFound()
+    return user
+
+
+async def create_user(
+    session: AsyncSession,
+    *,
+    passwords: Passwords,
+    email: str,
+    password: str,
+    display_name: str,
+    now: datetime,
+    actor: Actor,
+    roles: Iterable[Role] = DEFAULT_ROLES,
+) -> UserAccount:
+    """Register (actor anonymous) or create (actor an administrator) an account."""
+    try:
+        typed = clean_email(email)
+    except InvalidEmail as exc:
+        raise errors.EmailInvalid(str(exc)) from None
+    problem = password_problems(password, email=typed)
+    if problem:
+        raise errors.PasswordTooWeak(problem)
+    # Friendlier and cheaper than hashing first; the unique index below is the arbiter (IAM-INV-01).
+    if await find_user_by_email(session, typed) is not None:
+        raise errors.EmailTaken()
+    user = UserAccount(
+        id=uuid.uuid4(), email=typed, email_normalized=normalize_email(typed),
+        email_normalization=EMAIL_NORMALIZATION_VERSION, display_name=display_name,
+        password_hash=await passwords.hash(password), status="active", created_at=now, updated_at=now,
+    )
+    try:
+        async with session.begin_nested():
+            session.add(user)
+            await session.flush()
+    except IntegrityError as exc:
+        if is_violation_of(exc, USER_EMAIL_INDEX):
+            raise errors.EmailTaken() from None
+        raise
+    role_names = sorted({Role(r).value for r in roles})
+    session.add_all(UserRole(user_id=user.id, role_name=r, granted_at=now) for r in role_names)
+    await session.flush()
+    await audit.record(session, action="iam.user.created", actor=actor, subject=("user", user.id), now=now,
+                       data={"roles": role_names, "self_registered": actor.type == "anonymous"})
+    return user
+
+
+async def authenticate_password(session: AsyncSession, *, passwords: Passwords, email: str, password: str,
+                                now: datetime) -> UserAccount:
+    user = (await session.scalars(
+        select(UserAccount).where(UserAccount.email_normalized == normalize_email(email),
+                                  UserAccount.status == "active")
+    )).one_or_none()
+    # Verify even without a user (against a decoy hash) so both failures take the same time.
+    if not await passwords.verify(user.password_hash if user else None, password) or user is None:
+        raise errors.InvalidCredentials()
+    values: dict[str, object] = {"last_login_at": now}
+    if passwords.needs_rehash(user.password_hash):
+        values["password_hash"] = await passwords.hash(password)
+    await session.execute(update(UserAccount).where(UserAccount.id == user.id).values(values))
+    return user
+
+
+async def list_users(session: AsyncSession, *, params: PageParams) -> tuple[list[UserAccount], str | None]:
+    statement = select(UserAccount).where(UserAccount.status != "deleted")
+    return await keyset_page(session, statement, order_by=(UserAccount.created_at, UserAccount.id), params=params)
+
+
+async def _lock_administrators(session: AsyncSession) -> None:
+    """Serialise every change that could remove the last Administrator on the role's row."""
+    await session.execute(text("SELECT 1 FROM iam.role WHERE name = :name FOR UPDATE"),
+                          {"name": Role.ADMINISTRATOR.value})
+
+
+async def _other_active_administrators(session: AsyncSession, user_id: uuid.UUID) -> int:
+    return (await session.execute(
+        select(func.count()).select_from(UserRole).join(UserAccount, UserAccount.id == UserRole.user_id)
+        .where(UserRole.role_name == Role.ADMINISTRATOR.value, UserAccount.status == "active",
+               UserAccount.id != user_id)
+    )).scalar_one()
+
+
+async def set_user_roles(session: AsyncSession, *, user_id: uuid.UUID, roles: Iterable[Role], now: datetime,
+                         actor: Actor) -> UserAccount:
+    user = await get_user(session, user_id)
+    wanted = sorted({Role(r).value for r in roles})
+    await _lock_administrators(session)
+    current = (await roles_of(session, [user_id]))[user_id]
+    if (Role.ADMINISTRATOR.value in current and Role.ADMINISTRATOR.value not in wanted
+            and user.status == "active" and await _other_active_administrators(session, user_id) == 0):
+        raise errors.LastAdministrator()
+    await session.execute(
+        text("DELETE FROM iam.user_role WHERE user_id = :user_id AND NOT (role_name = ANY(:wanted))"),
+        {"user_id": user_id, "wanted": wanted},
+    )
+    for role in wanted:
+        if role not in current:
+            session.add(UserRole(user_id=user_id, role_name=role, granted_at=now))
+    await session.execute(update(UserAccount).where(UserAccount.id == user_id).values(updated_at=now))
+    await session.flush()
+    await audit.record(session, action="iam.user.roles_changed", actor=actor, subject=("user", user_id), now=now,
+                       data={"before": current, "after": wanted})
+    return user
+
+
+async def delete_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> None:
+    """Delete as a state: the account stops signing in, its tokens die, its email is freed."""
+    user = await get_user(session, user_id)
+    await _lock_administrators(session)
+    roles = (await roles_of(session, [user_id]))[user_id]
+    if (Role.ADMINISTRATOR.value in roles and user.status == "active"
+            and await _other_active_administrators(session, user_id) == 0):
+        raise errors.LastAdministrator()
+    await session.execute(
+        update(UserAccount).where(UserAccount.id == user_id, UserAccount.status != "deleted")
+        .values(status="deleted", deleted_at=now, updated_at=now)
+    )
+    await session.execute(
+        update(RefreshToken).where(RefreshToken.user_id == user_id, RefreshToken.revoked_at.is_(None))
+        .values(revoked_at=now)
+    )
+    await audit.record(session, action="iam.user.deleted", actor=actor, subject=("user", user_id), now=now)
+
+
+async def ensure_administrator(session: AsyncSession, *, passwords: Passwords, email: str, password: str,
+                               display_name: str, now: datetime, reset_password: bool = False
+                               ) -> tuple[UserAccount, bool]:
+    """`tenet users create-admin`: create the account, or make an existing one an active Administrator.
+    Idempotent. Answers the user and whether it was created."""
+    existing = await find_user_by_email(session, email)
+    if existing is None:
+        user = await create_user(session, passwords=passwords, email=email, password=password,
+                                 display_name=display_name, now=now, actor=Actor.system(),
+                                 roles=[Role.ADMINISTRATOR])
+        return user, True
+    roles = (await roles_of(session, [existing.id]))[existing.id]
+    values: dict[str, object] = {"status": "active", "updated_at": now}
+    if reset_password:
+        problem = password_problems(password, email=existing.email)
+        if problem:
+            raise errors.PasswordTooWeak(problem)
+        values["password_hash"] = await passwords.hash(password)
+    await session.execute(update(UserAccount).where(UserAccount.id == existing.id).values(values))
+    if Role.ADMINISTRATOR.value not in roles:
+        await set_user_roles(session, user_id=existing.id, roles=[*map(Role, roles), Role.ADMINISTRATOR],
+                             now=now, actor=Actor.system())
+    return existing, False
+
+
+async def count_active_administrators(session: AsyncSession) -> int:
+    return await _other_active_administrators(session, uuid.UUID(int=0))
+
+
+# --- tokens ------------------------------------------------------------------------------------------
+
+
+async def _new_refresh_token(session: AsyncSession, *, user_id: uuid.UUID, family_id: uuid.UUID,
+                             now: datetime, ttl: timedelta) -> str:
+    secret = new_secret("rt")
+    session.add(RefreshToken(id=uuid.uuid4(), family_id=family_id, user_id=user_id, token_digest=digest(secret),
+                             issued_at=now, expires_at=now + ttl))
+    await session.flush()
+    return secret
+
+
+async def issue_user_tokens(session: AsyncSession, *, user_id: uuid.UUID, access_tokens: AccessTokens,
+                            refresh_ttl: timedelta, now: datetime) -> TokenResponse:
+    """A sign-in: an access token and the first refresh token of a new family."""
+    refresh = await _new_refresh_token(session, user_id=user_id, family_id=uuid.uuid4(), now=now, ttl=refresh_ttl)
+    return TokenResponse(
+        access_token=access_tokens.issue(subject=user_id, kind="user", now=now),
+        expires_in=int(access_tokens.ttl.total_seconds()), refresh_token=refresh,
+    )
+
+
+async def rotate_refresh_token(session: AsyncSession, *, refresh_token: str, access_tokens: AccessTokens,
+                               refresh_ttl: timedelta, now: datetime) -> TokenResponse:
+    """Spend a refresh token and issue its successor in the same family.
+
+    The spend is a conditional UPDATE (`used_at IS NULL AND revoked_at IS NULL`), so of two requests
+    with the same token exactly one succeeds. A token that was already spent means a copy exists: the
+    whole family is revoked (committed although the request fails) and the caller must sign in again.
+    """
+    token_digest = digest(refresh_token)
+    spent = (await session.execute(
+        update(RefreshToken)
+        .where(RefreshToken.token_digest == token_digest, RefreshToken.used_at.is_(None),
+               RefreshToken.revoked_at.is_(None), RefreshToken.expires_at > now)
+        .values(used_at=now)
+        .returning(RefreshToken.user_id, RefreshToken.family_id)
+    )).one_or_none()
+    if spent is None:
+        token = (await session.scalars(
+            select(RefreshToken).where(RefreshToken.token_digest == token_digest)
+        )).one_or_none()
+        if token is None or token.revoked_at is not None:
+            raise errors.InvalidRefreshToken()
+        if token.used_at is not None:
+            await session.execute(
+                update(RefreshToken).where(RefreshToken.family_id == token.family_id, RefreshToken.revoked_at.is_(None))
+                .values(revoked_at=now)
+            )
+            await audit.record(session, action="iam.refresh_token.reuse_detected", actor=Actor.user(token.user_id),
+                               subject=("refresh_token_family", token.family_id), now=now)
+            raise errors.RefreshTokenReused()
+        raise errors.RefreshTokenExpired()
+    user_id, family_id = spent
+    active = (await session.execute(
+        select(UserAccount.id).where(UserAccount.id == user_id, UserAccount.status == "active")
+    )).scalar_one_or_none()
+    if active is None:
+        raise errors.InvalidRefreshToken("The account is no longer active")
+    refresh = await _new_refresh_token(session, user_id=user_id, family_id=family_id, now=now, ttl=refresh_ttl)
+    return TokenResponse(
+        access_token=access_tokens.issue(subject=user_id, kind="user", now=now),
+        expires_in=int(access_tokens.ttl.total_seconds()), refresh_token=refresh,
+    )
+
+
+async def revoke_refresh_token(session: AsyncSession, *, refresh_token: str, now: datetime) -> None:
+    """Sign out: the token's whole family dies. Unknown tokens are ignored (RFC 7009 §2.2)."""
+    await session.execute(
+        update(RefreshToken)
+        .where(RefreshToken.family_id == select(RefreshToken.family_id)
+               .where(RefreshToken.token_digest == digest(refresh_token)).scalar_subquery(),
+               RefreshToken.revoked_at.is_(None))
+        .values(revoked_at=now)
+    )
+
+
+# --- API clients -------------------------------------------------------------------------------------
+
+
+async def create_api_client(session: AsyncSession, *, name: str, scopes: Iterable[Scope],
+                            hotel_ids: Iterable[str], now: datetime, actor: Actor) -> tuple[ApiClient, str]:
+    secret = new_secret("tcs")
+    client = ApiClient(
+        id=uuid.uuid4(), client_id=new_client_id(), name=name, secret_digest=digest(secret),
+        scopes=sorted({Scope(s).value for s in scopes}), hotel_ids=sorted(set(hotel_ids)), created_at=now,
+        created_by=uuid.UUID(actor.id) if actor.type == "user" and actor.id else None,
+    )
+    session.add(client)
+    await session.flush()
+    await audit.record(session, action="iam.api_client.created", actor=actor, subject=("api_client", client.id),
+                       now=now, data={"scopes": client.scopes, "hotel_ids": client.hotel_ids})
+    return client, secret
+
+
+async def list_api_clients(session: AsyncSession, *, params: PageParams) -> tuple[list[ApiClient], str | None]:
+    return await keyset_page(session, select(ApiClient), order_by=(ApiClient.created_at, ApiClient.id),
+                             params=params)
+
+
+async def revoke_api_client(session: AsyncSession, *, api_client_id: uuid.UUID, now: datetime,
+                            actor: Actor) -> None:
+    revoked = (await session.execute(
+        update(ApiClient).where(ApiClient.id == api_client_id, ApiClient.revoked_at.is_(None))
+        .values(revoked_at=now).returning(ApiClient.id)
+    )).scalar_one_or_none()
+    if revoked is None:
+        if await session.get(ApiClient, api_client_id) is None:
+            raise errors.ApiClientNotFound()
+        return  # already revoked: DELETE is idempotent
+    await audit.record(session, action="iam.api_client.revoked", actor=actor, subject=("api_client", api_client_id),
+                       now=now)
+
+
+async def authenticate_client(session: AsyncSession, *, client_id: str, client_secret: str) -> ApiClient:
+    client = (await session.scalars(
+        select(ApiClient).where(ApiClient.client_id == client_id, ApiClient.revoked_at.is_(None))
+    )).one_or_none()
+    # Compare digests of high-entropy secrets: a timing difference reveals nothing usable.
+    if client is None or client.secret_digest != digest(client_secret):
+        raise errors.InvalidClient()
+    return client
+
+
+# --- principals --------------------------------------------------------------------------------------
+
+_USER_PRINCIPAL = text("""
+    SELECT u.id,
+           COALESCE(array_agg(DISTINCT ur.role_name) FILTER (WHERE ur.role_name IS NOT NULL), '{}') AS roles,
+           COALESCE(array_agg(DISTINCT rp.permission_name) FILTER (WHERE rp.permission_name IS NOT NULL), '{}')
+             AS permissions
+      FROM iam.user_account u
+      LEFT JOIN iam.user_role ur ON ur.user_id = u.id
+      LEFT JOIN iam.role_permission rp ON rp.role_name = ur.role_name
+     WHERE u.id = :id AND u.status = 'active'
+     GROUP BY u.id
+""")
+
+
+async def load_principal(session: AsyncSession, claims: AccessClaims) -> Principal | None:
+    """The caller behind verified token claims, in one round trip; None when the account or client is
+    gone (deleted, disabled, revoked), so its still-unexpired tokens stop working at once."""
+    if claims.kind == "user":
+        row = (await session.execute(_USER_PRINCIPAL, {"id": claims.subject})).one_or_none()
+        if row is None:
+            return None
+        return Principal(kind="user", id=row.id, roles=frozenset(row.roles), permissions=frozenset(row.permissions))
+    client = (await session.scalars(
+        select(ApiClient).where(ApiClient.id == claims.subject, ApiClient.revoked_at.is_(None))
+    )).one_or_none()
+    if client is None:
+        return None
+    return Principal(kind="client", id=client.id, scopes=frozenset(client.scopes),
+                     hotel_ids=frozenset(client.hotel_ids))
+
+
+async def get_api_client(session: AsyncSession, api_client_id: uuid.UUID) -> ApiClient:
+    client = await session.get(ApiClient, api_client_id)
+    if client is None:
+        raise errors.ApiClientNotFound()
+    return client

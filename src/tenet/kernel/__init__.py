@@ -1,0 +1,1 @@
+"""What every domain uses, and nothing domain-specific."""

@@ -1,0 +1,93 @@
+"""The append-only audit writer. It writes in the caller's transaction, so an audit row exists exactly
+when the change it describes was committed."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal
+
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenet.kernel.context import current_request_id
+from tenet.kernel.models import AuditLog
+
+ActorType = Literal["user", "client", "system", "anonymous"]
+
+# Keys that would smuggle a secret into the log; refusing them is cheaper than finding them later.
+_FORBIDDEN_KEYS = ("password", "secret", "token", "display_name", "name")
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who did it, by stable id only."""
+
+    type: ActorType
+    id: str | None = None
+
+    @classmethod
+    def user(cls, user_id: uuid.UUID | str) -> Actor:
+        return cls("user", str(user_id))
+
+    @classmethod
+    def client(cls, client_id: uuid.UUID | str) -> Actor:
+        return cls("client", str(client_id))
+
+    @classmethod
+    def system(cls) -> Actor:
+        return cls("system")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _check_keys(data: dict[str, Any]) -> None:
+    for key, value in data.items():
+        lowered = key.lower()
+        if any(lowered == f or lowered.endswith("_" + f) for f in _FORBIDDEN_KEYS):
+            raise ValueError(f"audit data may not carry {key!r}: audit rows name ids, never secrets or names")
+        if isinstance(value, dict):
+            _check_keys(value)
+
+
+async def record(
+    session: AsyncSession,
+    *,
+    action: str,
+    actor: Actor,
+    subject: tuple[str, Any],
+    now: datetime,
+    scope: tuple[str, Any] | None = None,
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Append one audit row. `action` is dotted (`workspace.invitation.accepted`)."""
+    payload = _jsonable(data or {})
+    _check_keys(payload)
+    await session.execute(
+        insert(AuditLog).values(
+            occurred_at=now,
+            action=action,
+            actor_type=actor.type,
+            actor_id=actor.id,
+            subject_type=subject[0],
+            subject_id=str(subject[1]),
+            scope_type=scope[0] if scope else None,
+            scope_id=str(scope[1]) if scope else None,
+            request_id=current_request_id(),
+            data=payload,
+        )
+    )

@@ -1,0 +1,179 @@
+"""Stable error codes and problem+json (RFC 9457).
+
+Every error a client can see is a `DomainError` subclass with a stable `code` (UPPER_SNAKE), an HTTP
+status and optional data fields. Codes are collected in a registry as classes are defined, and
+`tests/kernel/test_error_codes.py` fails when a code that once existed disappears.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, ClassVar
+
+PROBLEM_JSON = "application/problem+json"
+
+# code -> the error class that owns it; filled by DomainError.__init_subclass__.
+ERROR_REGISTRY: dict[str, type[DomainError]] = {}
+
+
+class KernelErrorCode(StrEnum):
+    """Codes of the HTTP layer itself: shared by every domain. Values never change."""
+
+    BAD_REQUEST = "BAD_REQUEST"
+    MALFORMED_REQUEST_BODY = "MALFORMED_REQUEST_BODY"
+    VALIDATION_FAILED = "VALIDATION_FAILED"
+    UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    ROUTE_NOT_FOUND = "ROUTE_NOT_FOUND"
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    NOT_AUTHENTICATED = "NOT_AUTHENTICATED"
+    INVALID_TOKEN = "INVALID_TOKEN"
+    TOKEN_EXPIRED = "TOKEN_EXPIRED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    NOT_FOUND = "NOT_FOUND"
+    RATE_LIMITED = "RATE_LIMITED"
+    INVALID_CURSOR = "INVALID_CURSOR"
+    IDEMPOTENCY_KEY_INVALID = "IDEMPOTENCY_KEY_INVALID"
+    IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
+    IDEMPOTENCY_REQUEST_IN_PROGRESS = "IDEMPOTENCY_REQUEST_IN_PROGRESS"
+    CONFLICT = "CONFLICT"
+    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+class DomainError(Exception):
+    """Base of every error a client may see. Subclasses set `status`, `code` and `title`."""
+
+    status: ClassVar[int] = 400
+    code: ClassVar[StrEnum | str]
+    title: ClassVar[str] = "Bad request"
+    # Set when detecting the error is itself a state change that must persist (see Database.unit_of_work).
+    commits_transaction: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code is None:
+            return  # an abstract intermediate class
+        existing = ERROR_REGISTRY.get(str(code))
+        if existing is not None and existing.__qualname__ != cls.__qualname__:
+            raise TypeError(f"error code {code} is already owned by {existing.__qualname__}")
+        ERROR_REGISTRY[str(code)] = cls
+
+    def __init__(self, detail: str | None = None, *, headers: dict[str, str] | None = None, **data: Any) -> None:
+        self.detail = detail or self.title
+        self.headers = headers or {}
+        # Extra members of the problem document (ids, current state, ...): stable, machine-readable.
+        self.data = data
+        super().__init__(self.detail)
+
+    def to_problem(self, instance: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": f"urn:tenet:problem:{self.code}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            "code": str(self.code),
+        }
+        if instance:
+            body["instance"] = instance
+        body.update(self.data)
+        return body
+
+
+# --- errors of the HTTP layer ------------------------------------------------------------------------
+
+
+class BadRequest(DomainError):
+    status, code, title = 400, KernelErrorCode.BAD_REQUEST, "Bad request"
+
+
+class MalformedRequestBody(DomainError):
+    status, code, title = 400, KernelErrorCode.MALFORMED_REQUEST_BODY, "The request body is not valid JSON"
+
+
+class ValidationFailed(DomainError):
+    status, code, title = 422, KernelErrorCode.VALIDATION_FAILED, "The request does not match the schema"
+
+
+class UnsupportedMediaType(DomainError):
+    status, code, title = 415, KernelErrorCode.UNSUPPORTED_MEDIA_TYPE, "Unsupported media type"
+
+
+class PayloadTooLarge(DomainError):
+    status, code, title = 413, KernelErrorCode.PAYLOAD_TOO_LARGE, "The request body is too large"
+
+
+class RouteNotFound(DomainError):
+    status, code, title = 404, KernelErrorCode.ROUTE_NOT_FOUND, "No such route"
+
+
+class MethodNotAllowed(DomainError):
+    status, code, title = 405, KernelErrorCode.METHOD_NOT_ALLOWED, "Method not allowed on this route"
+
+
+class NotAuthenticated(DomainError):
+    status, code, title = 401, KernelErrorCode.NOT_AUTHENTICATED, "Authentication required"
+
+    def __init__(self, detail: str | None = None, **data: Any) -> None:
+        super().__init__(detail, headers={"WWW-Authenticate": "Bearer"}, **data)
+
+
+class InvalidToken(NotAuthenticated):
+    code, title = KernelErrorCode.INVALID_TOKEN, "The access token is not valid"
+
+
+class TokenExpired(NotAuthenticated):
+    code, title = KernelErrorCode.TOKEN_EXPIRED, "The access token has expired"
+
+
+class PermissionDenied(DomainError):
+    status, code, title = 403, KernelErrorCode.PERMISSION_DENIED, "Permission denied"
+
+
+class NotFound(DomainError):
+    """404 for rows that do not exist *or* that the caller may not see (API.md)."""
+
+    status, code, title = 404, KernelErrorCode.NOT_FOUND, "Not found"
+
+
+class RateLimited(DomainError):
+    status, code, title = 429, KernelErrorCode.RATE_LIMITED, "Too many requests"
+
+    def __init__(self, detail: str | None = None, *, retry_after_seconds: int, **data: Any) -> None:
+        retry_after_seconds = max(1, int(retry_after_seconds))
+        super().__init__(detail, headers={"Retry-After": str(retry_after_seconds)},
+                         retry_after_seconds=retry_after_seconds, **data)
+
+
+class InvalidCursor(DomainError):
+    status, code, title = 400, KernelErrorCode.INVALID_CURSOR, "The cursor is not valid for this list"
+
+
+class IdempotencyKeyInvalid(DomainError):
+    status, code, title = 400, KernelErrorCode.IDEMPOTENCY_KEY_INVALID, "The Idempotency-Key header is not valid"
+
+
+class IdempotencyKeyReused(DomainError):
+    status, code, title = (
+        422, KernelErrorCode.IDEMPOTENCY_KEY_REUSED, "This Idempotency-Key was used with a different request"
+    )
+
+
+class IdempotencyRequestInProgress(DomainError):
+    status, code, title = (
+        409, KernelErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS,
+        "A request with this Idempotency-Key is still being processed",
+    )
+
+
+class Conflict(DomainError):
+    status, code, title = 409, KernelErrorCode.CONFLICT, "The resource changed; read it again"
+
+
+class ServiceUnavailable(DomainError):
+    status, code, title = 503, KernelErrorCode.SERVICE_UNAVAILABLE, "Service unavailable"
+
+
+class InternalError(DomainError):
+    status, code, title = 500, KernelErrorCode.INTERNAL_ERROR, "Internal error"

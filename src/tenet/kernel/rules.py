@@ -1,0 +1,83 @@
+"""The kernel's own invariants (catalog entries; see kernel/invariants.py for the registry)."""
+
+from tenet.kernel.invariants import register
+
+APPEND_ONLY_TRIGGER = "audit_log_append_only"
+
+register(
+    id="KERNEL-INV-01",
+    domain="kernel",
+    statement="Audit rows are never updated or deleted.",
+    scope="kernel.audit_log, every row",
+    counterexample="UPDATE kernel.audit_log SET actor_id = ... rewriting who did something.",
+    db=(APPEND_ONLY_TRIGGER, "audit_log_no_truncate"),
+    app="The audit writer only inserts.",
+    error_code=None,
+    concurrency="Not applicable: rows are only inserted.",
+    detector="""
+        SELECT 'append-only trigger missing or disabled' AS problem
+         WHERE NOT EXISTS (SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+                            JOIN pg_namespace n ON n.oid = c.relnamespace
+                           WHERE n.nspname = 'kernel' AND c.relname = 'audit_log'
+                             AND t.tgname = 'audit_log_append_only' AND t.tgenabled <> 'D')
+    """,
+)
+
+register(
+    id="KERNEL-INV-02",
+    domain="kernel",
+    statement="One Idempotency-Key of one principal stands for one request; once completed it holds the "
+              "response that every replay answers.",
+    scope="kernel.idempotency_key, unexpired rows",
+    counterexample="Two rows for (user:42, key-1), or a completed row without a stored status.",
+    db=("pk_idempotency_key", "ck_idempotency_key_completed_has_response"),
+    app="The middleware answers 422 IDEMPOTENCY_KEY_REUSED when the fingerprint differs.",
+    error_code="IDEMPOTENCY_KEY_REUSED",
+    concurrency="INSERT .. ON CONFLICT on the primary key: exactly one request claims a key; the rest "
+                "replay, or get 409 while it is in flight.",
+    detector="""
+        SELECT principal, key FROM kernel.idempotency_key
+         WHERE state = 'completed' AND response_status IS NULL
+    """,
+)
+
+register(
+    id="KERNEL-INV-03",
+    domain="kernel",
+    statement="Every table of the database has row-level security enabled, no permissive policy, and no "
+              "privilege granted to the roles anon or authenticated (spec 000 P4).",
+    scope="Tables in the kernel, iam, workspace and public schemas (procrastinate's too).",
+    counterexample="A new table created without ENABLE ROW LEVEL SECURITY, readable by `authenticated`.",
+    db=(),
+    db_reason="a rule about the catalog itself; each migration enables RLS, this detector checks it",
+    app="None: the service connects as the tables' owner.",
+    error_code=None,
+    concurrency="Not applicable: schema changes run in migrations.",
+    detector="""
+        SELECT n.nspname AS schema, c.relname AS table_name, 'rls disabled' AS problem
+          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE c.relkind IN ('r', 'p') AND NOT c.relrowsecurity
+           AND n.nspname IN ('kernel', 'iam', 'workspace', 'public')
+        UNION ALL
+        SELECT schemaname, tablename, 'permissive policy ' || policyname
+          FROM pg_policies WHERE permissive = 'PERMISSIVE'
+           AND schemaname IN ('kernel', 'iam', 'workspace', 'public')
+        UNION ALL
+        SELECT table_schema, table_name, 'granted ' || privilege_type || ' to ' || grantee
+          FROM information_schema.role_table_grants
+         WHERE grantee IN ('anon', 'authenticated')
+    """,
+)
+
+register(
+    id="KERNEL-INV-04",
+    domain="kernel",
+    statement="Mail is marked sent only with its send time, and is sent by at most one process.",
+    scope="kernel.email_outbox",
+    counterexample="status = 'sent' with sent_at NULL; two processes sending the same row.",
+    db=("ck_email_outbox_sent_has_time", "ck_email_outbox_status"),
+    app="Delivery claims rows with FOR UPDATE SKIP LOCKED inside the transaction that marks them sent.",
+    error_code=None,
+    concurrency="Row locks with SKIP LOCKED: a row being sent is invisible to other deliverers.",
+    detector="SELECT id FROM kernel.email_outbox WHERE (status = 'sent') <> (sent_at IS NOT NULL)",
+)

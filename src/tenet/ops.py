@@ -1,0 +1,67 @@
+"""/healthz, /readyz and /metrics: for load balancers, orchestrators and Prometheus (no auth; expose
+them on an internal network)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from tenet.db.migrate import current_revision, head_revision
+from tenet.kernel.errors import PROBLEM_JSON
+from tenet.observability import render_metrics
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="The process is up")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="Ready: the database answers and its schema is at the migrations' head",
+            responses={503: {"description": "Not ready (database unreachable or not migrated)"}})
+async def readyz(request: Request) -> Response:
+    head = head_revision()
+    try:
+        async with request.app.state.db.engine.connect() as connection:
+            current = await current_revision(connection)
+    except Exception as exc:  # any failure to reach the database means "not ready", never a 500
+        return _not_ready("database unreachable", type(exc).__name__)
+    if current != head:
+        return _not_ready("database schema is not at head", f"current={current} head={head}")
+    return JSONResponse({"status": "ready", "database": "ok", "revision": current})
+
+
+def _not_ready(detail: str, reason: str) -> JSONResponse:
+    return JSONResponse(
+        {"type": "urn:tenet:problem:SERVICE_UNAVAILABLE", "title": "Not ready", "status": 503,
+         "detail": detail, "code": "SERVICE_UNAVAILABLE", "reason": reason},
+        status_code=503, media_type=PROBLEM_JSON, headers={"Retry-After": "1"},
+    )
+
+
+@router.get("/metrics", summary="Prometheus metrics", response_class=Response,
+            responses={200: {"content": {"text/plain": {}}}})
+async def metrics(request: Request) -> Response:
+    pool = request.app.state.db.engine.pool
+    extra: dict[str, tuple[str, list]] = {
+        "tenet_db_pool_connections": ("Connections of this process's pool by state", [
+            ({"state": "checked_out"}, float(pool.checkedout())),
+            ({"state": "idle"}, float(pool.checkedin())),
+        ]),
+        "tenet_db_pool_size": ("Configured pool size of this process", [({}, float(pool.size()))]),
+    }
+    try:
+        async with request.app.state.db.engine.connect() as connection:
+            jobs = (await connection.execute(text(
+                "SELECT queue_name, status::text, count(*) FROM procrastinate_jobs GROUP BY 1, 2"))).all()
+            mail = (await connection.execute(text(
+                "SELECT status, count(*) FROM kernel.email_outbox GROUP BY 1"))).all()
+        extra["tenet_jobs"] = ("Background jobs by queue and status", [
+            ({"queue": q, "status": s}, float(n)) for q, s, n in jobs])
+        extra["tenet_outbox_emails"] = ("Outbox mail by status", [({"status": s}, float(n)) for s, n in mail])
+        extra["tenet_database_up"] = ("1 when the database answered this scrape", [({}, 1.0)])
+    except Exception:  # metrics must answer while the database is down: that is when they matter
+        extra["tenet_database_up"] = ("1 when the database answered this scrape", [({}, 0.0)])
+    return Response(render_metrics(extra), media_type="text/plain; version=0.0.4; charset=utf-8")
