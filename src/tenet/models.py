@@ -3,3 +3,7 @@
 Alembic's env and the invariant tooling import this module; add a domain here when it arrives.
 """
 
+import tenet.iam.invariants  # noqa: F401
+import tenet.iam.models  # noqa: F401
+import tenet.kernel.models  # noqa: F401
+import tenet.kernel.rules  # noqa: F401

@@ -54,6 +54,11 @@ def all_invariants() -> list[Invariant]:
     return sorted(REGISTRY.values(), key=lambda i: (i.id.split("-")[0], i.id))
 
 
+def get(invariant_id: str) -> Invariant:
+    all_invariants()
+    return REGISTRY[invariant_id]
+
+
 @dataclass(frozen=True)
 class Violation:
     invariant: Invariant
