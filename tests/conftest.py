@@ -155,3 +155,11 @@ def users(app, db: Database, clock: FrozenClock) -> UserFactory:
 
 def url_on_same_server(server_url: str, name: str) -> str:
     return url_for_database(server_url, name)
+
+
+@pytest.fixture
+def smtp_server():  # noqa: ANN201
+    """A real local SMTP server; `smtp_server.messages` holds what it received."""
+    from tests.support.smtp import running_smtp_server
+
+    yield from running_smtp_server()

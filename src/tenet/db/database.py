@@ -120,7 +120,8 @@ class Database:
         try:
             yield session
         finally:
-            await session.rollback()
+            # close() ends the transaction without committing and, unlike rollback(), keeps the loaded
+            # attributes of the returned objects readable.
             await session.close()
 
     async def ping(self) -> None:

@@ -233,18 +233,27 @@ class BodySizeLimitMiddleware:
                     return
         received = 0
         started = False
+        exceeded = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
+                    exceeded = True
                     raise errors.PayloadTooLarge(f"The body is larger than {limit} bytes")
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if exceeded:
+                # Whatever the app answers to a body it could not finish reading (FastAPI turns the
+                # exception into a generic 400), the client gets the 413 that explains it.
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await self._refuse(scope, send, limit)
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
@@ -253,7 +262,7 @@ class BodySizeLimitMiddleware:
             await self.app(scope, counting_receive, tracking_send)
         except errors.PayloadTooLarge:
             if started:
-                raise
+                return
             await self._refuse(scope, send, limit)
 
     @staticmethod

@@ -1,0 +1,106 @@
+"""Bad input of every kind gets a 4xx problem+json with a stable code: never a 500, never a trace."""
+
+from __future__ import annotations
+
+import pytest
+
+PROBLEM = "application/problem+json"
+REGISTER = "/api/v1/auth/register"
+
+
+def assert_problem(response, status: int, code: str) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    body = response.json()
+    assert body["code"] == code and body["status"] == status
+    assert {"type", "title", "detail"} <= body.keys()
+    assert "Traceback" not in response.text
+    return body
+
+
+async def test_malformed_json_is_400(client):
+    response = await client.post(REGISTER, content=b'{"email": ', headers={"content-type": "application/json"})
+    assert_problem(response, 400, "MALFORMED_REQUEST_BODY")
+
+
+async def test_wrong_types_are_422_with_locations(client):
+    response = await client.post(REGISTER, json={"email": 5, "password": ["x"], "display_name": "A"})
+    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert {tuple(e["loc"]) for e in body["errors"]} >= {("body", "email"), ("body", "password")}
+
+
+async def test_validation_errors_never_echo_the_input(client):
+    secret = "my secret password that must not leak"
+    response = await client.post(REGISTER, json={"email": "a@example.com", "password": secret, "display_name": ""})
+    assert_problem(response, 422, "VALIDATION_FAILED")
+    assert secret not in response.text
+
+
+async def test_unknown_fields_are_refused_where_forbidden(client):
+    response = await client.post(REGISTER, json={
+        "email": "a@example.com", "password": "long enough password", "display_name": "A", "is_admin": True})
+    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert body["errors"][0]["type"] == "extra_forbidden"
+
+
+async def test_unknown_route_is_404_route_not_found(client):
+    assert_problem(await client.get("/api/v1/nothing-here"), 404, "ROUTE_NOT_FOUND")
+
+
+async def test_wrong_method_is_405_with_allow(client):
+    response = await client.put("/api/v1/auth/me")
+    assert_problem(response, 405, "METHOD_NOT_ALLOWED")
+    assert "GET" in response.headers["allow"]
+
+
+async def test_oversized_body_is_413_by_content_length(client, settings):
+    body = b"[" + b"1," * settings.max_json_body_bytes + b"1]"
+    response = await client.post(REGISTER, content=body, headers={"content-type": "application/json"})
+    assert_problem(response, 413, "PAYLOAD_TOO_LARGE")
+
+
+async def test_oversized_chunked_body_is_413(client, settings):
+    async def chunks():
+        for _ in range(settings.max_json_body_bytes // 65536 + 2):
+            yield b" " * 65536
+
+    response = await client.post(REGISTER, content=chunks(), headers={"content-type": "application/json"})
+    assert_problem(response, 413, "PAYLOAD_TOO_LARGE")
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/xml", "application/x-www-form-urlencoded"])
+async def test_json_route_with_another_media_type_is_415(client, content_type):
+    response = await client.post(REGISTER, content=b"email=a", headers={"content-type": content_type})
+    assert_problem(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+async def test_form_route_with_json_is_415(client):
+    response = await client.post("/api/v1/auth/token", json={"grant_type": "password"})
+    assert_problem(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+async def test_json_with_a_charset_parameter_is_accepted(client):
+    response = await client.post(REGISTER, content=b'{"email": "cs@example.com", "password": "long enough pw",'
+                                                     b' "display_name": "C"}',
+                                 headers={"content-type": "application/json; charset=utf-8"})
+    assert response.status_code == 201, response.text
+
+
+async def test_bad_path_parameter_is_422(client, users):
+    admin = await users.admin()
+    response = await client.get("/api/v1/iam/users/not-a-uuid", headers=admin.headers)
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_limit_out_of_range_is_422(client, users):
+    admin = await users.admin()
+    response = await client.get("/api/v1/iam/users?limit=100000", headers=admin.headers)
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_every_answer_carries_a_request_id(client):
+    response = await client.get("/api/v1/nothing-here", headers={"X-Request-ID": "abc-123"})
+    assert response.headers["x-request-id"] == "abc-123"
+    assert response.json()["request_id"] == "abc-123"
+    generated = await client.get("/healthz", headers={"X-Request-ID": "bad id with spaces"})
+    assert generated.headers["x-request-id"] != "bad id with spaces"

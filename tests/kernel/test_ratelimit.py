@@ -1,0 +1,100 @@
+"""Rate limits counted in the database: every API process sees the same count."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+import pytest
+
+from tenet.app import create_app
+from tenet.db.database import Database, make_engine
+from tenet.settings import Rate
+from tests.conftest import test_settings
+from tests.support.users import PASSWORD
+
+TOKEN = "/api/v1/auth/token"
+
+
+@pytest.fixture
+async def second_process_db(database_url):
+    """Another pool on the same database, as a second API process would have."""
+    engine = make_engine(database_url, pool_size=2, max_overflow=0)
+    yield Database(engine)
+    await engine.dispose()
+
+
+def app_client(db, clock, tmp_path, address: str, **overrides) -> httpx.AsyncClient:
+    settings = test_settings(data_dir=tmp_path, **overrides)
+    app = create_app(settings, database=db, clock=clock, run_background_tasks=False)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=(address, 1)), base_url="http://t")
+
+
+def sign_in(email: str, password: str) -> dict:
+    return {"grant_type": "password", "username": email, "password": password}
+
+
+@pytest.mark.parametrize("text,limit,seconds", [("10/15min", 10, 900), ("20/hour", 20, 3600),
+                                                ("120/minute", 120, 60), ("5 / 2 h", 5, 7200)])
+def test_rates_parse(text, limit, seconds):
+    rate = Rate.parse(text)
+    assert (rate.limit, rate.window.total_seconds()) == (limit, seconds)
+
+
+@pytest.mark.parametrize("text", ["ten/min", "0/min", "5/fortnight", "5"])
+def test_bad_rates_are_refused(text):
+    with pytest.raises(ValueError):
+        Rate.parse(text)
+
+
+async def test_failed_sign_ins_are_counted_across_processes(committed_db, second_process_db, clock, tmp_path):
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.1") as first:
+        await first.post("/api/v1/auth/register", json={
+            "email": "victim@example.com", "password": PASSWORD, "display_name": "V"})
+    async with (app_client(committed_db, clock, tmp_path, "192.0.2.1", login_failure_limit="3/15min") as one,
+                app_client(second_process_db, clock, tmp_path, "192.0.2.2", login_failure_limit="3/15min") as two):
+        statuses = [
+            (await one.post(TOKEN, data=sign_in("victim@example.com", "wrong-1"))).status_code,
+            (await two.post(TOKEN, data=sign_in("Victim@Example.com", "wrong-2"))).status_code,
+            (await one.post(TOKEN, data=sign_in("victim@example.com", "wrong-3"))).status_code,
+        ]
+        assert statuses == [401, 401, 401]
+        blocked = await two.post(TOKEN, data=sign_in("victim@example.com", PASSWORD))
+        assert blocked.status_code == 429, blocked.text
+        assert blocked.json()["code"] == "RATE_LIMITED"
+        assert 0 < int(blocked.headers["retry-after"]) <= 900
+        clock.advance(timedelta(minutes=15))
+        allowed = await one.post(TOKEN, data=sign_in("victim@example.com", PASSWORD))
+        assert allowed.status_code == 200
+
+
+async def test_failures_from_one_address_across_accounts_are_limited(committed_db, clock, tmp_path):
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.9", login_failure_limit="2/15min") as client:
+        for n in range(2):
+            response = await client.post(TOKEN, data=sign_in(f"nobody{n}@example.com", "wrong"))
+            assert response.status_code == 401
+        third = await client.post(TOKEN, data=sign_in("nobody3@example.com", "wrong"))
+    assert third.status_code == 429
+
+
+async def test_a_successful_sign_in_clears_the_account_count(committed_db, clock, tmp_path):
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.3", login_failure_limit="2/15min") as client:
+        await client.post("/api/v1/auth/register", json={
+            "email": "forgetful@example.com", "password": PASSWORD, "display_name": "F"})
+        assert (await client.post(TOKEN, data=sign_in("forgetful@example.com", "oops"))).status_code == 401
+        assert (await client.post(TOKEN, data=sign_in("forgetful@example.com", PASSWORD))).status_code == 200
+    # From another address (so only the account bucket matters): one failure does not block.
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.4", login_failure_limit="2/15min") as client:
+        assert (await client.post(TOKEN, data=sign_in("forgetful@example.com", "oops"))).status_code == 401
+        assert (await client.post(TOKEN, data=sign_in("forgetful@example.com", PASSWORD))).status_code == 200
+
+
+async def test_registrations_per_address_are_limited(committed_db, clock, tmp_path):
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.5", registration_limit="2/hour") as client:
+        codes = [(await client.post("/api/v1/auth/register", json={
+            "email": f"r{n}@example.com", "password": PASSWORD, "display_name": "R"})).status_code for n in range(3)]
+        assert codes == [201, 201, 429]
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.6", registration_limit="2/hour") as other:
+        response = await other.post("/api/v1/auth/register", json={
+            "email": "elsewhere@example.com", "password": PASSWORD, "display_name": "E"})
+    assert response.status_code == 201

@@ -1,0 +1,117 @@
+"""Declared state machines and the conditional-transition helper."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from sqlalchemy import Integer, MetaData, Text, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from tenet.kernel.errors import Conflict, NotFound
+from tenet.kernel.transitions import Transition, apply_transition, declare
+
+
+class _Base(DeclarativeBase):
+    metadata = MetaData()
+
+
+class Ticket(_Base):
+    """A throwaway table, created inside the test transaction."""
+
+    __tablename__ = "ticket_for_transition_tests"
+    __table_args__ = {"schema": "kernel"}
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    status: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(Integer)
+
+
+TICKET = declare(
+    "test.ticket",
+    states=("OPEN", "DONE", "CANCELLED"),
+    initial="OPEN",
+    terminal={"DONE", "CANCELLED"},
+    transitions=[
+        Transition("finish", frozenset({"OPEN"}), "DONE", "assignee"),
+        Transition("cancel", frozenset({"OPEN"}), "CANCELLED", "owner", effects="notifies the assignee"),
+    ],
+)
+
+
+def conflict(current: str) -> Conflict:
+    return Conflict(f"ticket is {current}", current_status=current)
+
+
+@pytest.fixture
+async def ticket(db):
+    ticket_id = uuid.uuid4()
+    async with db.unit_of_work() as session:
+        await session.execute(text(
+            "CREATE TABLE kernel.ticket_for_transition_tests (id uuid PRIMARY KEY, status text, version int)"))
+        await session.execute(text(
+            "INSERT INTO kernel.ticket_for_transition_tests VALUES (:id, 'OPEN', 1)"), {"id": ticket_id})
+    return ticket_id
+
+
+async def move(db, ticket_id, name, **kwargs):
+    async with db.unit_of_work() as session:
+        return await apply_transition(session, TICKET, name, model=Ticket, id=ticket_id, conflict=conflict,
+                                      not_found=NotFound, version_attr="version", **kwargs)
+
+
+async def test_a_declared_transition_moves_the_row_and_bumps_the_version(db, ticket):
+    moved = await move(db, ticket, "finish")
+    assert (moved.status, moved.version) == ("DONE", 2)
+
+
+async def test_leaving_a_terminal_state_is_a_stable_conflict(db, ticket):
+    await move(db, ticket, "finish")
+    with pytest.raises(Conflict) as raised:
+        await move(db, ticket, "cancel")
+    assert raised.value.data["current_status"] == "DONE"
+
+
+async def test_a_stale_version_is_a_conflict(db, ticket):
+    with pytest.raises(Conflict):
+        await move(db, ticket, "finish", expected_version=7)
+
+
+async def test_a_missing_row_is_not_found(db, ticket):
+    with pytest.raises(NotFound):
+        await move(db, uuid.uuid4(), "finish")
+
+
+async def test_machine_declarations_are_checked():
+    with pytest.raises(ValueError, match="unknown states"):
+        declare("test.bad", states=("A",), initial="A", terminal=set(),
+                transitions=[Transition("go", frozenset({"A"}), "B", "anyone")])
+    with pytest.raises(ValueError, match="leaves a terminal state"):
+        declare("test.bad2", states=("A", "B"), initial="A", terminal={"A"},
+                transitions=[Transition("go", frozenset({"A"}), "B", "anyone")])
+
+
+def test_mermaid_names_every_transition():
+    diagram = TICKET.mermaid()
+    assert "OPEN --> DONE: finish (assignee)" in diagram and "CANCELLED --> [*]" in diagram
+
+
+async def test_two_racing_transitions_have_exactly_one_winner(committed_db):
+    """Real connections: finish and cancel at the same moment; the loser gets the conflict."""
+    ticket_id = uuid.uuid4()
+    async with committed_db.unit_of_work() as session:
+        await session.execute(text(
+            "CREATE TABLE IF NOT EXISTS kernel.ticket_for_transition_tests (id uuid PRIMARY KEY, status text,"
+            " version int)"))
+        await session.execute(text(
+            "INSERT INTO kernel.ticket_for_transition_tests VALUES (:id, 'OPEN', 1)"), {"id": ticket_id})
+    try:
+        results = await asyncio.gather(move(committed_db, ticket_id, "finish"), move(committed_db, ticket_id, "cancel"),
+                                       return_exceptions=True)
+        winners = [r for r in results if isinstance(r, Ticket)]
+        losers = [r for r in results if isinstance(r, Conflict)]
+        assert len(winners) == 1 and len(losers) == 1, results
+        assert losers[0].data["current_status"] == winners[0].status
+    finally:
+        async with committed_db.unit_of_work() as session:
+            await session.execute(text("DROP TABLE kernel.ticket_for_transition_tests"))
