@@ -158,8 +158,49 @@ def url_on_same_server(server_url: str, name: str) -> str:
 
 
 @pytest.fixture
-def smtp_server():  # noqa: ANN201
+def smtp_server():
     """A real local SMTP server; `smtp_server.messages` holds what it received."""
     from tests.support.smtp import running_smtp_server
 
     yield from running_smtp_server()
+
+
+@pytest.fixture(scope="session")
+def live_database_url(server_url: str, worker_id: str) -> str:
+    """A database of its own for the subprocess server (its data is committed and never cleaned)."""
+    name = f"tenet_test_{worker_id}_live"
+    drop_database(server_url, name)
+    url = ensure_database(server_url, name)
+    migrate.upgrade(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def live_server(live_database_url: str, tmp_path_factory):
+    """`tenet serve` as a real subprocess on a free port (2 API processes), shared by the session."""
+    from tests.support.live import LiveServer, service_env
+
+    data_dir = tmp_path_factory.mktemp("live")
+    server = LiveServer(env=service_env(DATABASE_URL=live_database_url, TENET_DATA_DIR=str(data_dir)),
+                        log_path=data_dir / "server.log", workers=2).start()
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def live_admin_token(live_server, live_database_url: str) -> str:
+    """Bearer token of an administrator of the live server (made with `tenet users create-admin`)."""
+    import subprocess
+    import sys
+
+    from tests.support.live import service_env
+
+    email, password = "live-admin@example.com", "live admin password"
+    subprocess.run([sys.executable, "-m", "tenet", "users", "create-admin", "--email", email, "--password", password],
+                   env=service_env(DATABASE_URL=live_database_url), check=True, capture_output=True, timeout=60)
+    response = httpx.post(f"{live_server.url}/api/v1/auth/token",
+                          data={"grant_type": "password", "username": email, "password": password})
+    response.raise_for_status()
+    return response.json()["access_token"]

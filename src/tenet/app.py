@@ -17,16 +17,16 @@ from tenet.iam.auth import idempotency_principal
 from tenet.iam.passwords import Passwords
 from tenet.iam.tokens import AccessTokens
 from tenet.kernel.clock import Clock, SystemClock
-from tenet.kernel.http import BodySizeLimitMiddleware, install_error_handlers
+from tenet.kernel.http import API_PREFIX, BodySizeLimitMiddleware, install_error_handlers, install_openapi
 from tenet.kernel.idempotency import IdempotencyMiddleware
 from tenet.kernel.outbox import OutboxDispatcher
 from tenet.kernel.ratelimit import RateLimiter
 from tenet.observability import ObservabilityMiddleware, configure_logging
 from tenet.settings import Settings
+from tenet.workspaces import api as workspaces_api
 
 log = logging.getLogger(__name__)
 
-API_PREFIX = "/api/v1"
 # OAuth token answers are never stored for replay (they are secrets, and RFC 6749 says no-store).
 IDEMPOTENCY_EXEMPT = frozenset({f"{API_PREFIX}/auth/token", f"{API_PREFIX}/auth/refresh", f"{API_PREFIX}/auth/revoke"})
 
@@ -85,6 +85,7 @@ def create_app(
         openapi_tags=[
             {"name": "auth", "description": "Registration, tokens, who am I"},
             {"name": "iam", "description": "Users, roles and API clients (administrators)"},
+            {"name": workspaces_api.TAG, "description": workspaces_api.TAG_DESCRIPTION},
             {"name": "operations", "description": "Health, readiness, metrics"},
         ],
     )
@@ -100,8 +101,11 @@ def create_app(
         app.state.rate_limiter = RateLimiter(database)
 
     install_error_handlers(app)
+    install_openapi(app, idempotency_exempt=IDEMPOTENCY_EXEMPT)
     app.include_router(ops.router)
-    app.include_router(iam_api.router, prefix=API_PREFIX)
+    for router in iam_api.routers:
+        app.include_router(router)
+    app.include_router(workspaces_api.router)
 
     # Added innermost first: the request passes Observability -> BodySizeLimit -> Idempotency -> routes.
     app.add_middleware(IdempotencyMiddleware, exempt_paths=IDEMPOTENCY_EXEMPT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -97,8 +98,11 @@ def serve(
     settings.signing_key()  # generate the development key once, before any worker process starts
     # Worker processes inherit the resolved URL, so they join the server this process started.
     os.environ["DATABASE_URL"] = url
+    metrics_dir: Path | None = None
     if workers > 1 and not os.environ.get(MULTIPROC_ENV):
-        # Metrics of all API processes are summed at scrape time (prometheus_client multiprocess mode).
+        # Metrics of all API processes are summed at scrape time (prometheus_client multiprocess mode);
+        # the directory belongs to this run and is removed when it ends.
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
         metrics_dir = Path(tempfile.mkdtemp(prefix="metrics-", dir=settings.data_dir.resolve()))
         os.environ[MULTIPROC_ENV] = str(metrics_dir)
 
@@ -119,10 +123,14 @@ def serve(
     else:
         console.print(f"Serving on {base} (docs at {base}/docs). "
                       "No administrator yet? Run: tenet users create-admin --email E --password P")
-    uvicorn.run(
-        "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
-        access_log=False, timeout_graceful_shutdown=20, proxy_headers=True,
-    )
+    try:
+        uvicorn.run(
+            "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
+            access_log=False, timeout_graceful_shutdown=20, proxy_headers=True,
+        )
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 @app.command()

@@ -11,8 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, BeforeValidator, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _UNITS = {
     "s": 1, "sec": 1, "second": 1, "seconds": 1,
@@ -48,7 +48,8 @@ def _to_rate(value: Any) -> Rate:
     return value if isinstance(value, Rate) else Rate.parse(str(value))
 
 
-RateSetting = Annotated[Rate, BeforeValidator(_to_rate)]
+# NoDecode: the environment holds "10/15min", not JSON.
+RateSetting = Annotated[Rate, NoDecode, BeforeValidator(_to_rate)]
 
 
 def _env(*names: str) -> AliasChoices:
@@ -141,6 +142,14 @@ class Settings(BaseSettings):
     # --- operations -----------------------------------------------------------------------------
     log_level: str = Field("INFO", validation_alias=_env("TENET_LOG_LEVEL", "log_level"))
     log_format: str = Field("json", pattern="^(json|console)$", validation_alias=_env("TENET_LOG_FORMAT", "log_format"))
+
+    @field_validator("secret_key")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        # HS256 with a short key is brute-forceable (RFC 7518 §3.2 asks for at least 256 bits).
+        if value is not None and len(value.get_secret_value()) < 32:
+            raise ValueError("TENET_SECRET_KEY must be at least 32 characters")
+        return value
 
     @property
     def uses_embedded_database(self) -> bool:

@@ -31,7 +31,8 @@ def _schema_snapshot(url: str) -> dict[str, list[tuple]]:
         "indexes": "SELECT schemaname, indexname, indexdef FROM pg_indexes "
                    "WHERE schemaname NOT IN ('pg_catalog') ORDER BY 1, 2",
         "triggers": "SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1, 2",
-        "policies": "SELECT schemaname, tablename, policyname, permissive, roles::text, cmd FROM pg_policies ORDER BY 1, 2, 3",
+        "policies": "SELECT schemaname, tablename, policyname, permissive, roles::text, cmd FROM pg_policies "
+                    "ORDER BY 1, 2, 3",
         "functions": """SELECT n.nspname, p.proname, pg_get_function_identity_arguments(p.oid) FROM pg_proc p
                           JOIN pg_namespace n ON n.oid = p.pronamespace
                          WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') ORDER BY 1, 2, 3""",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import tenet.app  # noqa: F401  (imports every domain's errors)
+import tenet.app
 import tenet.models  # noqa: F401
 from tenet.kernel.errors import ERROR_REGISTRY, DomainError
 
@@ -50,5 +50,5 @@ def test_a_code_cannot_be_owned_by_two_errors():
     import pytest
 
     with pytest.raises(TypeError, match="already owned"):
-        class Duplicate(DomainError):  # noqa: F841
+        class Duplicate(DomainError):
             code = "NOT_FOUND"

@@ -119,7 +119,8 @@ class TestLifetime:
                 " gen_random_uuid(), :until, :now, :expires)"),
                 {"until": clock.now() - timedelta(seconds=1), "now": clock.now() - timedelta(minutes=2),
                  "expires": clock.now() + timedelta(hours=23)})
-        response = await client.post(REGISTER, json=registration("lease@example.com"), headers={"Idempotency-Key": "k-9"})
+        response = await client.post(REGISTER, json=registration("lease@example.com"),
+                                     headers={"Idempotency-Key": "k-9"})
         assert response.status_code == 201
 
     async def test_a_live_claim_answers_409_with_retry_after(self, client, db, clock):
@@ -130,7 +131,8 @@ class TestLifetime:
                 " gen_random_uuid(), :until, :now, :expires)"),
                 {"until": clock.now() + timedelta(seconds=30), "now": clock.now(),
                  "expires": clock.now() + timedelta(hours=24)})
-        response = await client.post(REGISTER, json=registration("busy@example.com"), headers={"Idempotency-Key": "k-10"})
+        response = await client.post(REGISTER, json=registration("busy@example.com"),
+                                     headers={"Idempotency-Key": "k-10"})
         # A different fingerprint wins over "in flight": the key is being used for another request.
         assert response.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
 

@@ -15,7 +15,7 @@ class _Collector:
     def __init__(self) -> None:
         self.messages: list[Message] = []
 
-    async def handle_DATA(self, server, session, envelope):  # noqa: ANN001, N802, ANN201  (aiosmtpd's hook name)
+    async def handle_DATA(self, server, session, envelope):
         self.messages.append(email.message_from_bytes(envelope.content))
         return "250 OK"
 

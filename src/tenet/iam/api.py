@@ -6,7 +6,7 @@ import base64
 import binascii
 import uuid
 from datetime import timedelta
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request, Response, status
 
@@ -30,13 +30,14 @@ from tenet.iam.schemas import (
 )
 from tenet.kernel.audit import Actor
 from tenet.kernel.emails import normalize_email
-from tenet.kernel.http import TenetRoute, problem_responses
+from tenet.kernel.http import API_PREFIX, TenetRoute, problem_responses
 from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.ratelimit import RateLimiter
 
-router = APIRouter(route_class=TenetRoute)
-auth_router = APIRouter(prefix="/auth", tags=["auth"], route_class=TenetRoute)
-admin_router = APIRouter(prefix="/iam", tags=["iam"], route_class=TenetRoute,
+# Routers carry their full path (not a prefix added at inclusion), so a matched route's template is the
+# whole path for metrics and logs whatever FastAPI does with included routers.
+auth_router = APIRouter(prefix=f"{API_PREFIX}/auth", tags=["auth"], route_class=TenetRoute)
+admin_router = APIRouter(prefix=f"{API_PREFIX}/iam", tags=["iam"], route_class=TenetRoute,
                          responses=problem_responses(401, 403))
 
 PageDep = Annotated[PageParams, Depends(page_params)]
@@ -117,7 +118,7 @@ async def token(
             raise errors.InvalidCredentials("username and password are required for the password grant")
         limiter = _limiter(request)
         buckets = [f"login:account:{normalize_email(username)}", f"login:ip:{client_address(request)}"]
-        await limiter.check(buckets, settings.login_failure_limit, now, "failed sign-ins")
+        failures = await limiter.check(buckets, settings.login_failure_limit, now, "failed sign-ins")
         try:
             user = await service.authenticate_password(session, passwords=state.passwords, email=username,
                                                        password=password, now=now)
@@ -125,7 +126,8 @@ async def token(
             for bucket in buckets:
                 await limiter.hit(bucket, settings.login_failure_limit, now)
             raise
-        await limiter.reset(buckets[0], settings.login_failure_limit, now)
+        if failures[buckets[0]]:
+            await limiter.reset(buckets[0], settings.login_failure_limit, now)
         return await service.issue_user_tokens(session, user_id=user.id, access_tokens=state.access_tokens,
                                                refresh_ttl=refresh_ttl, now=now)
     if grant_type == "client_credentials":
@@ -174,10 +176,12 @@ async def revoke(body: RefreshRequest, session: SessionDep, now: NowDep) -> None
 @auth_router.get("/me", response_model=MeRead, summary="Who am I: user or API client, roles, permissions",
                  responses=problem_responses(401))
 async def me(principal: CurrentPrincipal, session: SessionDep) -> MeRead:
-    if principal.kind == "user":
-        user = await service.get_user(session, principal.id)
-        return MeRead(principal_type="user", user=await _user_read(session, user), roles=sorted(principal.roles),
-                      permissions=sorted(principal.permissions), scopes=[])
+    if principal.kind == "user" and principal.profile is not None:
+        profile, roles = principal.profile, sorted(principal.roles)
+        user = UserRead(id=principal.id, email=profile.email, display_name=profile.display_name,
+                        status=profile.status, roles=roles, created_at=profile.created_at)
+        return MeRead(principal_type="user", user=user, roles=roles, permissions=sorted(principal.permissions),
+                      scopes=[])
     client = await service.get_api_client(session, principal.id)
     return MeRead(principal_type="client", client=ApiClientRead.model_validate(client), roles=[], permissions=[],
                   scopes=sorted(principal.scopes))
@@ -265,7 +269,4 @@ async def delete_api_client(api_client_id: uuid.UUID, admin: ManageClients, sess
     await service.revoke_api_client(session, api_client_id=api_client_id, now=now, actor=admin.actor)
 
 
-router.include_router(auth_router)
-router.include_router(admin_router)
-
-GrantType = Literal["password", "client_credentials", "refresh_token"]
+routers = (auth_router, admin_router)

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from tenet.kernel.audit import Actor
+
+
+@dataclass(frozen=True)
+class UserProfile:
+    """What the principal query already knows about a signed-in user (saves /auth/me a round trip)."""
+
+    email: str
+    display_name: str
+    status: str
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -17,6 +28,7 @@ class Principal:
     permissions: frozenset[str] = frozenset()
     scopes: frozenset[str] = frozenset()
     hotel_ids: frozenset[str] = frozenset()
+    profile: UserProfile | None = None
 
     @property
     def is_user(self) -> bool:

@@ -14,7 +14,7 @@ from tenet.iam import errors
 from tenet.iam.models import ApiClient, RefreshToken, UserAccount, UserRole
 from tenet.iam.passwords import Passwords, password_problems
 from tenet.iam.permissions import DEFAULT_ROLES, Role, Scope
-from tenet.iam.principal import Principal
+from tenet.iam.principal import Principal, UserProfile
 from tenet.iam.schemas import TokenResponse
 from tenet.iam.tokens import AccessClaims, AccessTokens, digest, new_client_id, new_secret
 from tenet.kernel import audit
@@ -330,8 +330,10 @@ async def authenticate_client(session: AsyncSession, *, client_id: str, client_s
 
 # --- principals --------------------------------------------------------------------------------------
 
-_USER_PRINCIPAL = text("""
-    SELECT u.id,
+# One round trip per authenticated request: the account, its roles and their permission points, plus the
+# few profile columns /auth/me shows. bench/scenarios/auth_me.py runs this same statement as its baseline.
+USER_PRINCIPAL_SQL = """
+    SELECT u.id, u.email, u.display_name, u.status, u.created_at,
            COALESCE(array_agg(DISTINCT ur.role_name) FILTER (WHERE ur.role_name IS NOT NULL), '{}') AS roles,
            COALESCE(array_agg(DISTINCT rp.permission_name) FILTER (WHERE rp.permission_name IS NOT NULL), '{}')
              AS permissions
@@ -340,7 +342,8 @@ _USER_PRINCIPAL = text("""
       LEFT JOIN iam.role_permission rp ON rp.role_name = ur.role_name
      WHERE u.id = :id AND u.status = 'active'
      GROUP BY u.id
-""")
+"""
+_USER_PRINCIPAL = text(USER_PRINCIPAL_SQL)
 
 
 async def load_principal(session: AsyncSession, claims: AccessClaims) -> Principal | None:
@@ -350,7 +353,9 @@ async def load_principal(session: AsyncSession, claims: AccessClaims) -> Princip
         row = (await session.execute(_USER_PRINCIPAL, {"id": claims.subject})).one_or_none()
         if row is None:
             return None
-        return Principal(kind="user", id=row.id, roles=frozenset(row.roles), permissions=frozenset(row.permissions))
+        return Principal(kind="user", id=row.id, roles=frozenset(row.roles), permissions=frozenset(row.permissions),
+                         profile=UserProfile(email=row.email, display_name=row.display_name, status=row.status,
+                                             created_at=row.created_at))
     client = (await session.scalars(
         select(ApiClient).where(ApiClient.id == claims.subject, ApiClient.revoked_at.is_(None))
     )).one_or_none()

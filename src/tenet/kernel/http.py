@@ -27,6 +27,8 @@ from tenet.kernel.errors import PROBLEM_JSON, DomainError
 
 log = logging.getLogger(__name__)
 
+API_PREFIX = "/api/v1"
+
 
 class ValidationIssue(BaseModel):
     loc: list[str | int] = Field(description="Where the problem is: body/query/path/header, then the field path")
@@ -67,16 +69,73 @@ _STATUS_DESCRIPTIONS = {
 }
 
 
+_PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+
+
+def _problem_response(status: int) -> dict[str, Any]:
+    return {"description": _STATUS_DESCRIPTIONS.get(status, "Problem"),
+            "content": {PROBLEM_JSON: {"schema": _PROBLEM_REF}}}
+
+
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` entries documenting problem+json answers for the given statuses."""
-    return {
-        status: {
-            "model": Problem,
-            "description": _STATUS_DESCRIPTIONS.get(status, "Problem"),
-            "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
-        }
-        for status in statuses
-    }
+    """OpenAPI `responses` entries documenting the problem+json answers a route gives on purpose (409 with
+    its domain codes, 404, ...). The answers every route of a kind can give are added by
+    `install_openapi`."""
+    return {status: _problem_response(status) for status in statuses}
+
+
+def _document_problems(document: dict[str, Any], idempotency_exempt: frozenset[str]) -> dict[str, Any]:
+    """Make the document say what the HTTP edge really answers: problem+json for every error status the
+    kernel can produce for an operation of that shape, and the `Idempotency-Key` header on POST."""
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    components.update(Problem.model_json_schema(ref_template="#/components/schemas/{model}")["$defs"])
+    components["Problem"] = {k: v for k, v in Problem.model_json_schema(
+        ref_template="#/components/schemas/{model}").items() if k != "$defs"}
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    for path, operations in document.get("paths", {}).items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            parameters = operation.get("parameters", [])
+            statuses: set[int] = set()
+            if parameters or "requestBody" in operation:
+                statuses.add(422)
+            if "requestBody" in operation:
+                statuses |= {400, 413, 415}
+            if any(p.get("in") == "path" for p in parameters):
+                statuses.add(404)
+            if any(p.get("in") == "query" and p.get("name") == "cursor" for p in parameters):
+                statuses.add(400)
+            if operation.get("security"):
+                statuses |= {401, 403}
+            if method == "post" and path.startswith(API_PREFIX) and path not in idempotency_exempt:
+                statuses |= {400, 409, 422}
+                parameters.append({
+                    "name": "Idempotency-Key", "in": "header", "required": False,
+                    "description": "Replays the first answer for 24 h (1-255 printable ASCII characters)",
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+                })
+                operation["parameters"] = parameters
+            for status in statuses:
+                # FastAPI documents its 422 as application/json HTTPValidationError; ours is a problem.
+                responses[str(status)] = _problem_response(status)
+    return document
+
+
+def install_openapi(app: FastAPI, *, idempotency_exempt: frozenset[str] = frozenset()) -> None:
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _document_problems(get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes,
+                tags=app.openapi_tags,
+            ), idempotency_exempt)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def problem_response(error: DomainError, request_id: str | None = None) -> JSONResponse:

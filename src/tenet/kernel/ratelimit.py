@@ -56,15 +56,6 @@ class RateLimiter:
             hits = (await session.execute(statement)).scalar_one()
         return Window(start, start + rate.window, hits)
 
-    async def peek(self, bucket: str, rate: Rate, now: datetime) -> Window:
-        start = _window_start(now, rate.window)
-        async with self.db.read_only() as session:
-            hits = (await session.execute(
-                select(RateLimitCounter.hits).where(RateLimitCounter.bucket == bucket,
-                                                    RateLimitCounter.window_start == start)
-            )).scalar_one_or_none()
-        return Window(start, start + rate.window, hits or 0)
-
     async def reset(self, bucket: str, rate: Rate, now: datetime) -> None:
         async with self.db.unit_of_work() as session:
             await session.execute(
@@ -72,13 +63,20 @@ class RateLimiter:
                 {"bucket": bucket, "start": _window_start(now, rate.window)},
             )
 
-    async def check(self, buckets: list[str], rate: Rate, now: datetime, what: str) -> None:
-        """Raise 429 when any bucket has already reached its limit in the current window."""
-        for bucket in buckets:
-            window = await self.peek(bucket, rate, now)
-            if window.hits >= rate.limit:
-                raise RateLimited(f"Too many {what}; try again later",
-                                  retry_after_seconds=window.retry_after(now))
+    async def check(self, buckets: list[str], rate: Rate, now: datetime, what: str) -> dict[str, int]:
+        """Raise 429 when any bucket has already reached its limit in the current window; else answer the
+        hits so far per bucket (one query for all of them)."""
+        start = _window_start(now, rate.window)
+        async with self.db.read_only() as session:
+            rows = await session.execute(
+                select(RateLimitCounter.bucket, RateLimitCounter.hits)
+                .where(RateLimitCounter.bucket.in_(buckets), RateLimitCounter.window_start == start)
+            )
+            hits = {bucket: 0 for bucket in buckets} | dict(rows.tuples().all())
+        if max(hits.values(), default=0) >= rate.limit:
+            window = Window(start, start + rate.window, max(hits.values()))
+            raise RateLimited(f"Too many {what}; try again later", retry_after_seconds=window.retry_after(now))
+        return hits
 
     async def consume(self, bucket: str, rate: Rate, now: datetime, what: str) -> None:
         """Count this event and raise 429 when it goes over the limit."""

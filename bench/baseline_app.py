@@ -1,0 +1,98 @@
+"""The baseline: a bare ASGI callable that runs a scenario's SQL through psycopg and answers JSON.
+
+It is what a request costs with the same server (uvicorn, same loop and HTTP parser, same number of
+worker processes), the same driver and the same statements against the same database, but without
+FastAPI, the dependency system, Pydantic, the SQLAlchemy ORM and pool, token verification and our
+middleware. Tenet's numbers divided by these are the price of those layers.
+
+Every request, whatever its path (except /readyz), runs the statements of the plan in one transaction,
+as Tenet's unit of work does: psycopg opens it with BEGIN before the first statement and the pool's
+context manager COMMITs it. Configured through the environment by the harness:
+
+    BENCH_BASELINE_PLAN   path of a JSON file: {"database_url", "statements", "pool_min", "pool_max"}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from bench.scenario import decode_statements
+
+PLAN_ENV = "BENCH_BASELINE_PLAN"
+
+_plan = json.loads(Path(os.environ[PLAN_ENV]).read_text(encoding="utf-8"))
+_statements = decode_statements(_plan["statements"])
+# Opened in the lifespan (one pool per worker process, like Tenet's engine).
+_pool = AsyncConnectionPool(
+    _plan["database_url"], min_size=_plan["pool_min"], max_size=_plan["pool_max"], open=False,
+    kwargs={"application_name": "tenet-bench-baseline"},
+)
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+async def _respond(send: Any, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*_JSON_HEADERS, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _read_body(receive: Any) -> bytes:
+    # Read the request body even though nothing uses it, so a POST scenario costs the same I/O here.
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _run_plan() -> list[Any]:
+    results: list[Any] = []
+    async with _pool.connection() as connection, connection.cursor(row_factory=dict_row) as cursor:
+        for sql, params in _statements:
+            await cursor.execute(sql, params)
+            results.append(await cursor.fetchall() if cursor.description else cursor.rowcount)
+    return results
+
+
+async def _lifespan(receive: Any, send: Any) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            try:
+                await _pool.open(wait=True, timeout=30)
+            except Exception as exc:
+                await send({"type": "lifespan.startup.failed", "message": repr(exc)})
+                return
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await _pool.close()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+        return
+    if scope["type"] != "http":
+        return
+    await _read_body(receive)
+    if scope["path"] == "/readyz":
+        async with _pool.connection() as connection:
+            await connection.execute("SELECT 1")
+        await _respond(send, 200, b'{"status":"ready"}')
+        return
+    try:
+        results = await _run_plan()
+    except Exception as exc:  # a failed statement must show as a non-2xx answer in wrk's count
+        await _respond(send, 500, json.dumps({"error": repr(exc)}).encode())
+        return
+    # default=str: UUIDs and datetimes as their text, as Tenet's JSON has them.
+    await _respond(send, 200, json.dumps({"results": results}, default=str, separators=(",", ":")).encode())

@@ -1,0 +1,113 @@
+"""What a scenario is, and how the harness finds one.
+
+A scenario is a module `bench/scenarios/<name>.py` with:
+
+    DESCRIPTION: str
+        One line for the report.
+
+    async def setup(client: httpx.AsyncClient) -> Context
+        Loads data through Tenet's public API (`client` has Tenet's base URL) and answers whatever the
+        two functions below need: ids, tokens... Runs once, before any measurement.
+
+    def wrk_request(context) -> Request
+        The one request wrk sends, over and over, to Tenet and to the baseline alike.
+
+    def baseline_sql(context) -> list[Statement]
+        The statements Tenet runs for that request, in order, with their parameters. The baseline runs
+        exactly these in one transaction per request (see baseline_app.py).
+
+and optionally
+
+    def describe(context) -> dict[str, object]
+        Facts about the loaded data (row counts...) written into the results.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import ModuleType
+from typing import Any
+
+import bench.scenarios
+
+
+@dataclass(frozen=True)
+class Request:
+    path: str
+    method: str = "GET"
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement in psycopg's placeholder style (`%s` or `%(name)s`) and its parameters.
+
+    Give parameters the Python types Tenet passes (a `uuid.UUID`, not its string): psycopg picks the
+    wire type from them, and a text parameter would make PostgreSQL plan a different query.
+    """
+
+    sql: str
+    params: tuple[Any, ...] | dict[str, Any] = ()
+
+
+def available() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(bench.scenarios.__path__) if not m.name.startswith("_"))
+
+
+def load(name: str) -> ModuleType:
+    if name not in available():
+        raise SystemExit(f"no scenario {name!r}; available: {', '.join(available()) or 'none'}")
+    module = importlib.import_module(f"bench.scenarios.{name}")
+    missing = [attr for attr in ("setup", "wrk_request", "baseline_sql") if not hasattr(module, attr)]
+    if missing:
+        raise SystemExit(f"scenario {name!r} lacks {', '.join(missing)} (see bench/scenario.py)")
+    return module
+
+
+# --- parameters across a process boundary ------------------------------------------------------------
+# The baseline runs in other processes (uvicorn workers), so the statements travel as JSON. Types JSON
+# lacks are tagged so they arrive as the same Python type, hence the same PostgreSQL parameter type.
+
+
+def encode_value(value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return {"$uuid": str(value)}
+    if isinstance(value, datetime):
+        return {"$datetime": value.isoformat()}
+    if isinstance(value, list | tuple):
+        return [encode_value(v) for v in value]
+    if isinstance(value, dict):
+        return {"$dict": {k: encode_value(v) for k, v in value.items()}}
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise TypeError(f"cannot pass a {type(value).__name__} to the baseline; add it to bench/scenario.py")
+
+
+def decode_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return [decode_value(v) for v in value]
+    if isinstance(value, dict):
+        if "$uuid" in value:
+            return uuid.UUID(value["$uuid"])
+        if "$datetime" in value:
+            return datetime.fromisoformat(value["$datetime"])
+        if "$dict" in value:
+            return {k: decode_value(v) for k, v in value["$dict"].items()}
+    return value
+
+
+def encode_statements(statements: list[Statement]) -> list[dict[str, Any]]:
+    return [{"sql": s.sql, "params": encode_value(s.params)} for s in statements]
+
+
+def decode_statements(encoded: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    decoded = []
+    for item in encoded:
+        params = decode_value(item["params"])
+        decoded.append((item["sql"], tuple(params) if isinstance(params, list) else params))
+    return decoded

@@ -1,0 +1,1 @@
+"""One module per scenario; `python -m bench <module name>` runs it. See bench/scenario.py for the contract."""

@@ -1,0 +1,55 @@
+"""Settings come from the environment with the names API.md gives them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from tenet.settings import Settings
+
+
+def test_environment_names_of_the_contract(monkeypatch, tmp_path):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u@h/db")
+    monkeypatch.setenv("TENET_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("TENET_LOGIN_FAILURE_LIMIT", "5/10min")
+    monkeypatch.setenv("TENET_REGISTRATION_LIMIT", "7/hour")
+    monkeypatch.setenv("TENET_GUEST_CHECKIN_LIMIT", "30/minute")
+    monkeypatch.setenv("TENET_SMTP_HOST", "mail.example.com")
+    monkeypatch.setenv("MEETING_ATTACHMENT_MAX_BYTES", "1024")
+    monkeypatch.setenv("GRAPH_BASE_URL", "http://127.0.0.1:9999/v1.0")
+    settings = Settings(_env_file=None)
+    assert settings.database_url == "postgresql://u@h/db" and settings.data_dir == tmp_path
+    assert (settings.login_failure_limit.limit, settings.login_failure_limit.window) == (5, timedelta(minutes=10))
+    assert settings.registration_limit.limit == 7 and settings.guest_checkin_limit.limit == 30
+    assert settings.smtp_host == "mail.example.com" and settings.meeting_attachment_max_bytes == 1024
+    assert settings.graph_base_url == "http://127.0.0.1:9999/v1.0"
+
+
+def test_defaults_match_the_contract(monkeypatch):
+    for name in ("DATABASE_URL", "TENET_LOGIN_FAILURE_LIMIT", "TENET_REGISTRATION_LIMIT", "TENET_DEFAULT_TIMEZONE"):
+        monkeypatch.delenv(name, raising=False)
+    settings = Settings(_env_file=None)
+    assert settings.uses_embedded_database
+    assert str(settings.login_failure_limit) == "10/900s" and str(settings.registration_limit) == "20/3600s"
+    assert settings.default_timezone == "America/Los_Angeles"
+    assert settings.meeting_attachment_max_bytes == 209715200
+
+
+def test_a_malformed_rate_is_refused(monkeypatch):
+    monkeypatch.setenv("TENET_LOGIN_FAILURE_LIMIT", "lots")
+    with pytest.raises(ValidationError):
+        Settings(_env_file=None)
+
+
+def test_the_development_key_is_generated_once_and_kept(tmp_path):
+    settings = Settings(_env_file=None, data_dir=tmp_path)
+    first = settings.signing_key()
+    assert len(first) >= 32 and Settings(_env_file=None, data_dir=tmp_path).signing_key() == first
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_short_secret_key_is_refused():
+    with pytest.raises(ValidationError, match="at least 32"):
+        Settings(_env_file=None, secret_key="short")
