@@ -97,6 +97,21 @@ class TestNotStored:
         assert later.status_code == 201
 
 
+    async def test_an_answer_marked_no_store_is_not_kept(self, client, users, db):
+        """A new API client's secret is shown once: it is not kept for replay, so a retry runs again."""
+        admin = await users.admin()
+        body = {"name": "Extractor", "scopes": ["reservations:ingest"]}
+        headers = {**admin.headers, "Idempotency-Key": "c"}
+        first = await client.post("/api/v1/iam/api-clients", json=body, headers=headers)
+        second = await client.post("/api/v1/iam/api-clients", json=body, headers=headers)
+        assert first.status_code == second.status_code == 201
+        assert "idempotent-replayed" not in second.headers
+        assert first.json()["client_secret"] != second.json()["client_secret"]
+        async with db.read_only() as session:
+            kept = (await session.execute(text("SELECT count(*) FROM kernel.idempotency_key"))).scalar_one()
+        assert kept == 0
+
+
 class TestLifetime:
     async def test_a_key_expires_after_24_hours(self, client, clock):
         await client.post(REGISTER, json=registration("day1@example.com"), headers={"Idempotency-Key": "k-7"})

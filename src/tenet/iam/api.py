@@ -245,7 +245,10 @@ async def list_roles(_: ReadUsers) -> list[RoleRead]:
 
 
 @admin_router.post("/api-clients", status_code=status.HTTP_201_CREATED, response_model=ApiClientCreated,
-                   summary="Create an API client; the secret is shown once", responses=problem_responses(422))
+                   summary="Create an API client; the secret is shown once",
+                   description="The answer carries `Cache-Control: no-store`; an `Idempotency-Key` does not "
+                               "replay it (the secret is never kept), so a retried request creates another client.",
+                   responses=problem_responses(422))
 async def create_api_client(body: ApiClientCreate, admin: ManageClients, response: Response, session: SessionDep,
                             now: NowDep) -> ApiClientCreated:
     response.headers.update(NO_STORE)

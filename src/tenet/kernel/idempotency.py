@@ -4,7 +4,9 @@ The same key from the same principal within 24 h replays the first response (sta
 headers that matter) with `Idempotent-Replayed: true`. The same key with a different request is 422
 `IDEMPOTENCY_KEY_REUSED`. A duplicate that arrives while the first is still running gets 409
 `IDEMPOTENCY_REQUEST_IN_PROGRESS` with `Retry-After`. Answers 409, 429 and 503 (and any 5xx) are not
-stored: they describe a moment, not the request, so a retry must run again.
+stored: they describe a moment, not the request, so a retry must run again. Nor is an answer marked
+`Cache-Control: no-store` (it carries a secret shown once, such as a new API client's secret): keeping
+it for replay would keep the secret in plain text for a day.
 
 Serialisation: the primary key (principal, key) of `kernel.idempotency_key`. The first request claims
 the key with INSERT .. ON CONFLICT in its own short transaction; every duplicate finds the row. A claim
@@ -235,7 +237,8 @@ class IdempotencyMiddleware:
         except BaseException:
             await store.release(principal, key, token)
             raise
-        if status in _NOT_STORED or status >= 500:
+        no_store = any(name.lower() == "cache-control" and "no-store" in value.lower() for name, value in headers)
+        if status in _NOT_STORED or status >= 500 or no_store:
             await store.release(principal, key, token)
         else:
             await store.complete(principal, key, token, status, headers, b"".join(chunks))

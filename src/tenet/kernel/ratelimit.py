@@ -72,7 +72,7 @@ class RateLimiter:
                 select(RateLimitCounter.bucket, RateLimitCounter.hits)
                 .where(RateLimitCounter.bucket.in_(buckets), RateLimitCounter.window_start == start)
             )
-            hits = {bucket: 0 for bucket in buckets} | dict(rows.tuples().all())
+            hits = {bucket: 0 for bucket in buckets} | {bucket: count for bucket, count in rows}
         if max(hits.values(), default=0) >= rate.limit:
             window = Window(start, start + rate.window, max(hits.values()))
             raise RateLimited(f"Too many {what}; try again later", retry_after_seconds=window.retry_after(now))
