@@ -1,0 +1,85 @@
+"""/readyz answers 503 until the database is reachable and at head; a lost database is a 503, not a 500."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tenet.app import create_app
+from tenet.db.database import Database
+from tests.conftest import test_settings
+
+
+async def call(database: Database, path: str, clock, tmp_path, **kwargs) -> httpx.Response:
+    app = create_app(test_settings(data_dir=tmp_path), database=database, clock=clock, run_background_tasks=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        return await client.get(path, **kwargs)
+
+
+@pytest.fixture
+async def unreachable():
+    # Nothing listens on port 1; connect_timeout keeps the test quick.
+    database = Database.from_url("postgresql://postgres@127.0.0.1:1/none?connect_timeout=2", pool_timeout=2)
+    yield database
+    await database.dispose()
+
+
+async def test_ready_when_migrated(db, clock, tmp_path):
+    response = await call(db, "/readyz", clock, tmp_path)
+    assert response.status_code == 200 and response.json()["status"] == "ready"
+
+
+async def test_not_ready_while_the_database_is_unreachable(unreachable, clock, tmp_path):
+    response = await call(unreachable, "/readyz", clock, tmp_path)
+    assert response.status_code == 503
+    assert response.json()["code"] == "SERVICE_UNAVAILABLE" and response.headers["retry-after"]
+
+
+async def test_not_ready_before_migrations(scratch_database, clock, tmp_path):
+    database = Database.from_url(scratch_database("unmigrated"))
+    try:
+        response = await call(database, "/readyz", clock, tmp_path)
+    finally:
+        await database.dispose()
+    assert response.status_code == 503 and "not at head" in response.json()["detail"]
+
+
+async def test_healthz_and_metrics_answer_without_a_database(unreachable, clock, tmp_path):
+    assert (await call(unreachable, "/healthz", clock, tmp_path)).status_code == 200
+    metrics = await call(unreachable, "/metrics", clock, tmp_path)
+    assert metrics.status_code == 200 and "tenet_database_up 0.0" in metrics.text
+
+
+async def test_a_route_needing_the_database_answers_503_not_500(unreachable, clock, tmp_path):
+    from tenet.iam.tokens import AccessTokens
+
+    app = create_app(test_settings(data_dir=tmp_path), database=unreachable, clock=clock, run_background_tasks=False)
+    tokens: AccessTokens = app.state.access_tokens
+    import uuid
+
+    token = tokens.issue(subject=uuid.uuid4(), kind="user", now=clock.now())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        response = await client.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 503, response.text
+    assert response.json()["code"] == "SERVICE_UNAVAILABLE"
+
+
+async def test_pool_survives_a_database_restart(database_url, engine):
+    """Pre-ping: connections killed by a server restart are replaced, no service restart needed."""
+    from sqlalchemy import text
+
+    from tenet.db.database import make_engine
+
+    survivor = Database(make_engine(database_url, pool_size=2, application_name="tenet-restart-test"))
+    try:
+        async with survivor.read_only() as session:
+            assert (await session.execute(text("SELECT 1"))).scalar_one() == 1
+        async with engine.connect() as admin:
+            killed = (await admin.execute(text(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = 'tenet-restart-test'"))).scalar_one()
+        assert killed >= 1
+        async with survivor.read_only() as session:
+            assert (await session.execute(text("SELECT 2"))).scalar_one() == 2
+    finally:
+        await survivor.dispose()
