@@ -13,12 +13,13 @@ def create_schema(name: str) -> None:
 
 def ensure_db_roles() -> None:
     """The roles `anon` and `authenticated` (spec 000 P4). Roles are cluster-wide, so creation tolerates
-    an existing role (another database of the same server may have made it)."""
+    an existing role (another database of the same server may have made it, even at the same moment: two
+    concurrent CREATE ROLE collide on pg_authid's unique index rather than raising duplicate_object)."""
     for role in DB_ROLES:
         op.execute(f"""
             DO $$ BEGIN
               CREATE ROLE {role} NOLOGIN;
-            EXCEPTION WHEN duplicate_object THEN NULL;
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
             END $$""")
 
 
