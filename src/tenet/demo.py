@@ -8,7 +8,10 @@ from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
 from tenet.kernel.audit import Actor
 from tenet.kernel.clock import SystemClock
+from tenet.kernel.pagination import MAX_LIMIT, PageParams
 from tenet.settings import Settings
+from tenet.workspaces import service as workspaces_service
+from tenet.workspaces.permissions import InvitationRole
 
 DEMO_PASSWORD = "demo-password-1"
 DEMO_USERS = [
@@ -17,6 +20,11 @@ DEMO_USERS = [
     ("employee@demo.example.com", "Emil Employee", [Role.EMPLOYEE]),
     ("agent@demo.example.com", "Rita Reservations", [Role.RESERVATION_AGENT]),
 ]
+DEMO_WORKSPACE = "Demo workspace"
+# Joined through invitations they accepted, as a real team would.
+DEMO_WORKSPACE_MEMBERS = [("leader@demo.example.com", InvitationRole.ADMIN),
+                          ("employee@demo.example.com", InvitationRole.MEMBER)]
+DEMO_PENDING_INVITATION = "guest@demo.example.com"
 
 
 async def load_demo(settings: Settings, url: str) -> list[str]:
@@ -33,6 +41,30 @@ async def load_demo(settings: Settings, url: str) -> list[str]:
                     lines.append(f"created {email} ({', '.join(roles)}) with password {DEMO_PASSWORD}")
                 else:
                     lines.append(f"kept {email}")
+            lines.append(await _load_workspace_demo(session, settings, now))
     finally:
         await db.dispose()
     return lines
+
+
+async def _load_workspace_demo(session, settings: Settings, now) -> str:
+    """A workspace owned by the demo manager, with an admin and a member who joined by invitation and one
+    pending invitation (its mail waits in the outbox)."""
+    manager = await iam_service.find_user_by_email(session, DEMO_USERS[0][0])
+    assert manager is not None
+    mine, _ = await workspaces_service.list_workspaces(session, user_id=manager.id, params=PageParams(limit=MAX_LIMIT))
+    if any(workspace.name == DEMO_WORKSPACE for workspace, _ in mine):
+        return f"kept workspace {DEMO_WORKSPACE!r}"
+    policy = workspaces_service.InvitationPolicy.from_settings(settings)
+    workspace = await workspaces_service.create_workspace(session, name=DEMO_WORKSPACE, owner_id=manager.id, now=now)
+    for email, role in DEMO_WORKSPACE_MEMBERS:
+        person = await iam_service.find_user_by_email(session, email)
+        assert person is not None
+        _, token = await workspaces_service.create_invitation(
+            session, workspace_id=workspace.id, actor_id=manager.id, email=email, role=role, policy=policy, now=now)
+        await workspaces_service.accept_invitation(session, token=token, user_id=person.id, now=now)
+    await workspaces_service.create_invitation(session, workspace_id=workspace.id, actor_id=manager.id,
+                                               email=DEMO_PENDING_INVITATION, role=InvitationRole.MEMBER,
+                                               policy=policy, now=now)
+    return (f"created workspace {DEMO_WORKSPACE!r} owned by {DEMO_USERS[0][0]} with 2 members and a pending "
+            f"invitation to {DEMO_PENDING_INVITATION}")

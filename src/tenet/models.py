@@ -3,7 +3,10 @@
 Alembic's env and the invariant tooling import this module; add a domain here when it arrives.
 """
 
-import tenet.iam.invariants  # noqa: F401
-import tenet.iam.models  # noqa: F401
-import tenet.kernel.models  # noqa: F401
-import tenet.kernel.rules  # noqa: F401
+import tenet.iam.invariants
+import tenet.iam.models
+import tenet.kernel.models
+import tenet.kernel.rules
+import tenet.workspaces.invariants
+import tenet.workspaces.lifecycles
+import tenet.workspaces.models  # noqa: F401

@@ -11,11 +11,13 @@ from tenet.kernel import tasks as kernel_tasks
 from tenet.kernel.clock import Clock, SystemClock
 from tenet.kernel.jobs import JobRuntime, install_runtime
 from tenet.settings import Settings
+from tenet.workspaces import tasks as workspace_tasks
 
 log = logging.getLogger(__name__)
 
 BLUEPRINTS: dict[str, procrastinate.Blueprint] = {
     "kernel": kernel_tasks.blueprint,
+    "workspace": workspace_tasks.blueprint,
 }
 
 

@@ -1,0 +1,233 @@
+"""Routes of workspaces: /api/v1/workspaces and /api/v1/invitations (API.md "Workspaces").
+
+Routes parse, call one service function and shape the answer; the service authorizes by workspace role
+(permissions.py) and holds all SQL. Workspaces the caller is not an active member of answer 404.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Response, status
+
+from tenet.deps import NowDep, SessionDep, SettingsDep
+from tenet.iam.auth import CurrentUser
+from tenet.kernel.http import API_PREFIX, TenetRoute, problem_responses
+from tenet.kernel.pagination import Page, PageParams, page_params
+from tenet.workspaces import service
+from tenet.workspaces.models import Invitation, Membership, Workspace
+from tenet.workspaces.permissions import permission_table_markdown
+from tenet.workspaces.schemas import (
+    InvitationAccept,
+    InvitationAccepted,
+    InvitationCreate,
+    InvitationRead,
+    InvitationStatus,
+    MemberRead,
+    MemberUpdate,
+    OwnershipTransfer,
+    WorkspaceCreate,
+    WorkspaceRead,
+)
+
+TAG = "workspaces"
+TAG_DESCRIPTION = (
+    "Workspaces, their members (roles owner / admin / member) and email invitations (spec 002).\n\n"
+    "Every workspace keeps at least one active owner (WS-INV-01: the last owner cannot leave, be removed "
+    "or be demoted — `LAST_OWNER`). Invitation tokens travel only by mail and are stored as digests. "
+    "Deleting a workspace moves it to DELETING (read-only, pending invitations revoked) and a background "
+    "job to DELETED. Workspaces you are not an active member of answer 404.\n\n"
+    "**Who may do what** (a refused role gets 403 `WORKSPACE_ROLE_FORBIDDEN`):\n\n" + permission_table_markdown()
+)
+
+# The router carries the whole path (like identity's), so route templates in metrics and logs are complete.
+router = APIRouter(prefix=API_PREFIX, tags=[TAG], route_class=TenetRoute, responses=problem_responses(401, 403, 404))
+
+PageDep = Annotated[PageParams, Depends(page_params)]
+
+
+def _workspace_read(workspace: Workspace, role: str) -> WorkspaceRead:
+    return WorkspaceRead(id=workspace.id, name=workspace.name, status=workspace.status, role=role,
+                         created_at=workspace.created_at, deletion_requested_at=workspace.deletion_requested_at)
+
+
+def _member_read(view: service.MemberView) -> MemberRead:
+    m: Membership = view.membership
+    return MemberRead(user_id=m.user_id, membership_id=m.id, role=m.role, display_name=view.display_name,
+                      email=view.email, joined_at=m.joined_at)
+
+
+def _invitation_read(invitation: Invitation, now: datetime) -> InvitationRead:
+    return InvitationRead(
+        id=invitation.id, workspace_id=invitation.workspace_id, email=invitation.email, role=invitation.role,
+        status=service.effective_status(invitation, now), invited_by=invitation.invited_by,
+        created_at=invitation.created_at, expires_at=invitation.expires_at, last_sent_at=invitation.last_sent_at,
+        accepted_at=invitation.accepted_at, accepted_by=invitation.accepted_by, revoked_at=invitation.revoked_at,
+        expired_at=invitation.expired_at,
+    )
+
+
+# --- workspaces ----------------------------------------------------------------------------------------
+
+
+@router.post("/workspaces", status_code=status.HTTP_201_CREATED, response_model=WorkspaceRead,
+             summary="Create a workspace; you become its first owner",
+             description="Any signed-in user may create a workspace.", responses=problem_responses(422))
+async def create_workspace(body: WorkspaceCreate, user: CurrentUser, session: SessionDep, now: NowDep,
+                           response: Response) -> WorkspaceRead:
+    workspace = await service.create_workspace(session, name=body.name, owner_id=user.id, now=now)
+    response.headers["Location"] = f"{API_PREFIX}/workspaces/{workspace.id}"
+    return _workspace_read(workspace, "owner")
+
+
+@router.get("/workspaces", response_model=Page[WorkspaceRead], summary="Your workspaces, oldest first",
+            description="Workspaces where you are an active member (ACTIVE or DELETING), with your role.",
+            responses=problem_responses(400))
+async def list_workspaces(user: CurrentUser, session: SessionDep, params: PageDep) -> Page[WorkspaceRead]:
+    rows, next_cursor = await service.list_workspaces(session, user_id=user.id, params=params)
+    return Page[WorkspaceRead](items=[_workspace_read(w, role) for w, role in rows], next_cursor=next_cursor)
+
+
+@router.get("/workspaces/{workspace_id}", response_model=WorkspaceRead, summary="One of your workspaces",
+            description="Any member.")
+async def get_workspace(workspace_id: uuid.UUID, user: CurrentUser, session: SessionDep) -> WorkspaceRead:
+    workspace, membership = await service.get_workspace(session, workspace_id=workspace_id, user_id=user.id)
+    return _workspace_read(workspace, membership.role)
+
+
+@router.delete("/workspaces/{workspace_id}", status_code=status.HTTP_202_ACCEPTED, response_model=WorkspaceRead,
+               summary="Delete a workspace (owners): ACTIVE -> DELETING now, DELETED by the worker",
+               description="Revokes every pending invitation at once; the workspace is read-only until the "
+                           "worker completes the deletion, then it disappears (404). Repeating the request "
+                           "answers the same DELETING workspace.",
+               responses=problem_responses(409))
+async def delete_workspace(workspace_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+                           now: NowDep) -> WorkspaceRead:
+    workspace, membership = await service.request_workspace_deletion(session, workspace_id=workspace_id,
+                                                                     user_id=user.id, now=now)
+    return _workspace_read(workspace, membership.role)
+
+
+# --- members -------------------------------------------------------------------------------------------
+
+
+@router.get("/workspaces/{workspace_id}/members", response_model=Page[MemberRead],
+            summary="Active members, in the order they joined", description="Any member.",
+            responses=problem_responses(400))
+async def list_members(workspace_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+                       params: PageDep) -> Page[MemberRead]:
+    views, next_cursor = await service.list_members(session, workspace_id=workspace_id, user_id=user.id,
+                                                    params=params)
+    return Page[MemberRead](items=[_member_read(v) for v in views], next_cursor=next_cursor)
+
+
+@router.patch("/workspaces/{workspace_id}/members/{user_id}", response_model=MemberRead,
+              summary="Change a member's role (owners)",
+              description="Owners may set any role, their own included. Demoting the last active owner "
+                          "answers 409 `LAST_OWNER`.",
+              responses=problem_responses(409, 422))
+async def change_member_role(workspace_id: uuid.UUID, user_id: uuid.UUID, body: MemberUpdate, user: CurrentUser,
+                             session: SessionDep, now: NowDep) -> MemberRead:
+    membership = await service.change_member_role(session, workspace_id=workspace_id, actor_id=user.id,
+                                                  user_id=user_id, role=body.role, now=now)
+    return _member_read(await service.member_view(session, membership))
+
+
+@router.delete("/workspaces/{workspace_id}/members/{user_id}", status_code=status.HTTP_204_NO_CONTENT,
+               summary="Remove a member, or leave when it is yourself",
+               description="Owners remove anyone, admins remove members; anyone may leave. The last active "
+                           "owner can neither leave nor be removed (409 `LAST_OWNER`).",
+               responses=problem_responses(409))
+async def remove_member(workspace_id: uuid.UUID, user_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+                        now: NowDep) -> None:
+    await service.remove_member(session, workspace_id=workspace_id, actor_id=user.id, user_id=user_id, now=now)
+
+
+@router.post("/workspaces/{workspace_id}/transfer-ownership", response_model=WorkspaceRead,
+             summary="Transfer ownership (owners): the member becomes owner, you become admin",
+             description="The target must be an active member who is not an owner (409 `ALREADY_OWNER`, "
+                         "`OWNERSHIP_TRANSFER_TO_SELF`, 404 `MEMBER_NOT_FOUND`). Answers the workspace with "
+                         "your new role.",
+             responses=problem_responses(409, 422))
+async def transfer_ownership(workspace_id: uuid.UUID, body: OwnershipTransfer, user: CurrentUser,
+                             session: SessionDep, now: NowDep) -> WorkspaceRead:
+    caller, _ = await service.transfer_ownership(session, workspace_id=workspace_id, actor_id=user.id,
+                                                 user_id=body.user_id, now=now)
+    workspace, _ = await service.get_workspace(session, workspace_id=workspace_id, user_id=user.id)
+    return _workspace_read(workspace, caller.role)
+
+
+# --- invitations ---------------------------------------------------------------------------------------
+
+
+@router.post("/workspaces/{workspace_id}/invitations", status_code=status.HTTP_201_CREATED,
+             response_model=InvitationRead, summary="Invite an email address (owners; admins for members)",
+             description="The token is sent by mail only (an accept link and the code); it is never in a "
+                         "response. One pending invitation per normalised email (409 "
+                         "`INVITATION_ALREADY_PENDING`: resend it instead). At most "
+                         "`TENET_INVITATIONS_PER_WORKSPACE_PER_DAY` invitation mails (invites and resends) per "
+                         "workspace in any 24 hours (429 `INVITATION_LIMIT_REACHED` with `Retry-After`).",
+             responses=problem_responses(409, 422, 429))
+async def create_invitation(workspace_id: uuid.UUID, body: InvitationCreate, user: CurrentUser,
+                            session: SessionDep, settings: SettingsDep, now: NowDep) -> InvitationRead:
+    invitation, _token = await service.create_invitation(
+        session, workspace_id=workspace_id, actor_id=user.id, email=body.email, role=body.role,
+        policy=service.InvitationPolicy.from_settings(settings), now=now,
+    )
+    return _invitation_read(invitation, now)
+
+
+@router.get("/workspaces/{workspace_id}/invitations", response_model=Page[InvitationRead],
+            summary="Invitations, newest first (owners and admins)", responses=problem_responses(400, 422))
+async def list_invitations(
+    workspace_id: uuid.UUID, user: CurrentUser, session: SessionDep, params: PageDep, now: NowDep,
+    status_filter: Annotated[InvitationStatus | None, Query(alias="status", description="Only this status")] = None,
+) -> Page[InvitationRead]:
+    rows, next_cursor = await service.list_invitations(
+        session, workspace_id=workspace_id, user_id=user.id, status=status_filter.value if status_filter else None,
+        params=params, now=now,
+    )
+    return Page[InvitationRead](items=[_invitation_read(i, now) for i in rows], next_cursor=next_cursor)
+
+
+@router.post("/invitations/{invitation_id}/revoke", response_model=InvitationRead,
+             summary="Revoke a pending invitation (owners; admins for member invitations)",
+             description="Its token stops working at once. A terminal invitation answers 409 with its state's "
+                         "code (`INVITATION_ALREADY_ACCEPTED`, `INVITATION_REVOKED`, `INVITATION_EXPIRED`).",
+             responses=problem_responses(409))
+async def revoke_invitation(invitation_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+                            now: NowDep) -> InvitationRead:
+    invitation = await service.revoke_invitation(session, invitation_id=invitation_id, actor_id=user.id, now=now)
+    return _invitation_read(invitation, now)
+
+
+@router.post("/invitations/{invitation_id}/resend", response_model=InvitationRead,
+             summary="Resend: a new token by mail, the old one dies, expiry starts again",
+             description="Owners; admins for member invitations. Only an unexpired pending invitation can be "
+                         "resent; an expired one is invited anew. Counts against the daily limit.",
+             responses=problem_responses(409, 429))
+async def resend_invitation(invitation_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+                            settings: SettingsDep, now: NowDep) -> InvitationRead:
+    invitation, _token = await service.resend_invitation(
+        session, invitation_id=invitation_id, actor_id=user.id,
+        policy=service.InvitationPolicy.from_settings(settings), now=now,
+    )
+    return _invitation_read(invitation, now)
+
+
+@router.post("/invitations/accept", response_model=InvitationAccepted,
+             summary="Accept an invitation with the token from its mail",
+             description="Signed in with the invited email address (compared as email-v1; otherwise 403 "
+                         "`INVITATION_EMAIL_MISMATCH`). Creates your membership with the invited role. Refused: "
+                         "404 `INVITATION_TOKEN_INVALID` (unknown, or replaced by a resend), 409 "
+                         "`INVITATION_ALREADY_ACCEPTED` / `INVITATION_REVOKED` / `INVITATION_EXPIRED`, 409 "
+                         "`WORKSPACE_NOT_ACTIVE` (being deleted), 409 `ALREADY_MEMBER`.",
+             responses=problem_responses(409, 422))
+async def accept_invitation(body: InvitationAccept, user: CurrentUser, session: SessionDep,
+                            now: NowDep) -> InvitationAccepted:
+    workspace, membership, invitation = await service.accept_invitation(session, token=body.token, user_id=user.id,
+                                                                        now=now)
+    return InvitationAccepted(invitation_id=invitation.id, membership_id=membership.id,
+                              workspace=_workspace_read(workspace, membership.role))

@@ -1,0 +1,64 @@
+"""Periodic jobs of workspaces: invitation expiry and the completion of workspace deletions.
+
+Each job body is a boundary: it opens units of work through `runtime().db` and commits each batch. Accept
+checks expiry itself, so a sweep that runs late never lets an expired token through; the sweep makes the
+state visible (EXPIRED) and frees the (workspace, email) slot.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+import procrastinate
+
+from tenet.db.database import Database
+from tenet.kernel.jobs import runtime
+from tenet.workspaces import service
+
+log = logging.getLogger(__name__)
+
+blueprint = procrastinate.Blueprint()
+
+
+async def sweep_expired_invitations(db: Database, now: datetime) -> int:
+    """Expire every PENDING invitation past its time, batch by batch; answer how many."""
+    total = 0
+    while True:
+        async with db.unit_of_work() as session:
+            expired = await service.expire_due_invitations(session, now=now)
+        total += len(expired)
+        if not expired:
+            return total
+
+
+async def sweep_workspace_deletions(db: Database, now: datetime) -> int:
+    """Move every DELETING workspace to DELETED, batch by batch; answer how many."""
+    total = 0
+    while True:
+        async with db.unit_of_work() as session:
+            finished = await service.finish_workspace_deletions(session, now=now)
+        total += len(finished)
+        if len(finished) < service.SWEEP_BATCH:
+            return total
+
+
+@blueprint.periodic(cron="* * * * *")
+@blueprint.task(name="expire_invitations", queueing_lock="workspace.expire_invitations", pass_context=False)
+async def expire_invitations(timestamp: int) -> int:
+    rt = runtime()
+    count = await sweep_expired_invitations(rt.db, rt.clock.now())
+    if count:
+        log.info("expired invitations", extra={"count": count})
+    return count
+
+
+@blueprint.periodic(cron="* * * * *")
+@blueprint.task(name="finish_workspace_deletions", queueing_lock="workspace.finish_workspace_deletions",
+                pass_context=False)
+async def finish_workspace_deletions(timestamp: int) -> int:
+    rt = runtime()
+    count = await sweep_workspace_deletions(rt.db, rt.clock.now())
+    if count:
+        log.info("finished workspace deletions", extra={"count": count})
+    return count

@@ -1,0 +1,338 @@
+"""Workspace races on real parallel connections (spec 002 fixture group 3): exactly one winner, a stable
+code for the loser, every WS rule holding afterwards.
+
+The workspace row lock (`service._lock_workspace`) is what serialises the owner count and the write. The
+last-owners test widens the window between them with a small injected delay, so without the lock both
+transactions count before either writes; `test_without_the_lock_*` runs that same timing with the lock
+made a no-op and shows the rule breaking — the proof that the race test can fail and that the lock (not
+luck) keeps it green.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from tenet.app import create_app
+from tenet.db.database import Database
+from tenet.kernel.errors import DomainError
+from tenet.workspaces import errors, service
+from tenet.workspaces.permissions import InvitationRole, WorkspaceRole
+from tests.conftest import test_settings
+from tests.support.invariants import assert_invariants_hold
+from tests.support.users import TestUser, UserFactory
+
+WINDOW = 0.3  # seconds between the decisive read and the write, wide enough for the other side to read too
+
+
+@pytest.fixture
+def ws_app(committed_db, clock, tmp_path):
+    return create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock, run_background_tasks=False)
+
+
+@pytest.fixture
+def people(ws_app, committed_db, clock) -> UserFactory:
+    return UserFactory(ws_app, committed_db, clock)
+
+
+@pytest.fixture
+def policy(ws_app) -> service.InvitationPolicy:
+    return service.InvitationPolicy.from_settings(ws_app.state.settings)
+
+
+async def _outcome(awaitable) -> str:
+    """'ok' or the domain error's code; anything else (IntegrityError, deadlock) fails the test."""
+    try:
+        await awaitable
+    except DomainError as exc:
+        return str(exc.code)
+    return "ok"
+
+
+async def _ws_rules_hold(db: Database) -> None:
+    async with db.read_only() as session:
+        await assert_invariants_hold(session, prefix="WS-")
+
+
+async def _workspace_with_owners(db: Database, people: UserFactory, clock, policy, count: int
+                                 ) -> tuple[uuid.UUID, list[TestUser]]:
+    owners = [await people.make() for _ in range(count)]
+    now = clock.now()
+    async with db.unit_of_work() as session:
+        workspace = await service.create_workspace(session, name="Race", owner_id=owners[0].id, now=now)
+    for person in owners[1:]:
+        async with db.unit_of_work() as session:
+            _, token = await service.create_invitation(session, workspace_id=workspace.id, actor_id=owners[0].id,
+                                                       email=person.email, role=InvitationRole.MEMBER,
+                                                       policy=policy, now=now)
+        async with db.unit_of_work() as session:
+            await service.accept_invitation(session, token=token, user_id=person.id, now=now)
+        async with db.unit_of_work() as session:
+            await service.change_member_role(session, workspace_id=workspace.id, actor_id=owners[0].id,
+                                             user_id=person.id, role=WorkspaceRole.OWNER, now=now)
+    return workspace.id, owners
+
+
+def _widen_the_owner_count_window(monkeypatch) -> None:
+    count = service._count_other_active_owners
+
+    async def slow_count(*args, **kwargs):
+        result = await count(*args, **kwargs)
+        await asyncio.sleep(WINDOW)
+        return result
+
+    monkeypatch.setattr(service, "_count_other_active_owners", slow_count)
+
+
+async def _both_owners_leave(db: Database, workspace_id: uuid.UUID, owners: list[TestUser], now) -> list[str]:
+    async def leave(person: TestUser) -> None:
+        async with db.unit_of_work() as session:
+            await service.leave_workspace(session, workspace_id=workspace_id, user_id=person.id, now=now)
+
+    return list(await asyncio.gather(*(_outcome(leave(o)) for o in owners)))
+
+
+async def _active_owner_count(db: Database, workspace_id: uuid.UUID) -> int:
+    async with db.read_only() as session:
+        return (await session.execute(text(
+            "SELECT count(*) FROM workspace.membership WHERE workspace_id = :w AND status = 'ACTIVE' "
+            "AND role = 'owner'"), {"w": workspace_id})).scalar_one()
+
+
+class TestLastOwnersLeaving:
+    @pytest.mark.invariant("WS-INV-01")
+    async def test_two_last_owners_leaving_at_once_leave_one_owner(self, committed_db, people, clock, policy,
+                                                                    monkeypatch):
+        workspace_id, owners = await _workspace_with_owners(committed_db, people, clock, policy, 2)
+        _widen_the_owner_count_window(monkeypatch)
+        outcomes = await _both_owners_leave(committed_db, workspace_id, owners, clock.now())
+        assert sorted(outcomes) == ["LAST_OWNER", "ok"]
+        assert await _active_owner_count(committed_db, workspace_id) == 1
+        await _ws_rules_hold(committed_db)
+
+    @pytest.mark.invariant("WS-INV-01")
+    async def test_without_the_lock_the_same_timing_leaves_no_owner(self, committed_db, people, clock, policy,
+                                                                     monkeypatch):
+        """The control experiment: the same race with `_lock_workspace` a no-op breaks WS-INV-01. Were this
+        to pass (no violation), the window above would not be real and the test above would prove nothing."""
+        workspace_id, owners = await _workspace_with_owners(committed_db, people, clock, policy, 2)
+        _widen_the_owner_count_window(monkeypatch)
+
+        async def no_lock(session, workspace_id):
+            return None
+
+        monkeypatch.setattr(service, "_lock_workspace", no_lock)
+        outcomes = await _both_owners_leave(committed_db, workspace_id, owners, clock.now())
+        assert outcomes == ["ok", "ok"]
+        assert await _active_owner_count(committed_db, workspace_id) == 0
+        with pytest.raises(AssertionError, match="WS-INV-01"):
+            await _ws_rules_hold(committed_db)
+
+    @pytest.mark.invariant("WS-INV-01")
+    async def test_demotion_and_leave_of_the_two_owners_at_once_keep_one(self, committed_db, people, clock, policy,
+                                                                          monkeypatch):
+        workspace_id, (first, second) = await _workspace_with_owners(committed_db, people, clock, policy, 2)
+        _widen_the_owner_count_window(monkeypatch)
+        now = clock.now()
+
+        async def demote_self() -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.change_member_role(session, workspace_id=workspace_id, actor_id=first.id,
+                                                 user_id=first.id, role=WorkspaceRole.MEMBER, now=now)
+
+        async def leave() -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.leave_workspace(session, workspace_id=workspace_id, user_id=second.id, now=now)
+
+        outcomes = await asyncio.gather(_outcome(demote_self()), _outcome(leave()))
+        assert sorted(outcomes) == ["LAST_OWNER", "ok"]
+        await _ws_rules_hold(committed_db)
+
+
+class TestAcceptVersusRevoke:
+    @pytest.mark.invariant("WS-INV-05", "WS-INV-06")
+    @pytest.mark.parametrize("revoke_first", [False, True])
+    async def test_exactly_one_of_accept_and_revoke_wins(self, committed_db, people, clock, policy, revoke_first):
+        owner, invitee = await people.make(), await people.make()
+        now = clock.now()
+        async with committed_db.unit_of_work() as session:
+            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
+            invitation, token = await service.create_invitation(
+                session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email,
+                role=InvitationRole.MEMBER, policy=policy, now=now)
+
+        async def accept() -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.accept_invitation(session, token=token, user_id=invitee.id, now=now)
+
+        async def revoke() -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.revoke_invitation(session, invitation_id=invitation.id, actor_id=owner.id, now=now)
+
+        calls = [revoke(), accept()] if revoke_first else [accept(), revoke()]
+        outcomes = await asyncio.gather(*(_outcome(c) for c in calls))
+        if revoke_first:
+            outcomes.reverse()
+        accept_outcome, revoke_outcome = outcomes
+        assert sorted(outcomes) in (["INVITATION_ALREADY_ACCEPTED", "ok"], ["INVITATION_REVOKED", "ok"])
+        async with committed_db.read_only() as session:
+            status = (await session.execute(text("SELECT status FROM workspace.invitation WHERE id = :id"),
+                                            {"id": invitation.id})).scalar_one()
+            memberships = (await session.execute(text(
+                "SELECT count(*) FROM workspace.membership WHERE invitation_id = :id"), {"id": invitation.id})
+            ).scalar_one()
+        if accept_outcome == "ok":
+            assert (status, memberships, revoke_outcome) == ("ACCEPTED", 1, "INVITATION_ALREADY_ACCEPTED")
+        else:
+            assert (status, memberships, accept_outcome) == ("REVOKED", 0, "INVITATION_REVOKED")
+        await _ws_rules_hold(committed_db)
+
+    @pytest.mark.invariant("WS-INV-02", "WS-INV-05")
+    async def test_two_accepts_of_one_token_make_one_membership(self, committed_db, people, clock, policy):
+        owner, invitee = await people.make(), await people.make()
+        now = clock.now()
+        async with committed_db.unit_of_work() as session:
+            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
+            _, token = await service.create_invitation(
+                session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email,
+                role=InvitationRole.ADMIN, policy=policy, now=now)
+
+        async def accept() -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.accept_invitation(session, token=token, user_id=invitee.id, now=now)
+
+        outcomes = await asyncio.gather(_outcome(accept()), _outcome(accept()))
+        assert sorted(outcomes) == ["INVITATION_ALREADY_ACCEPTED", "ok"]
+        assert await _active_owner_count(committed_db, workspace.id) == 1
+        async with committed_db.read_only() as session:
+            active = (await session.execute(text(
+                "SELECT count(*) FROM workspace.membership WHERE workspace_id = :w AND user_id = :u "
+                "AND status = 'ACTIVE'"), {"w": workspace.id, "u": invitee.id})).scalar_one()
+        assert active == 1
+        await _ws_rules_hold(committed_db)
+
+    @pytest.mark.invariant("WS-INV-06")
+    async def test_accept_racing_a_resend_never_accepts_the_old_token(self, committed_db, people, clock, policy):
+        owner, invitee = await people.make(), await people.make()
+        now = clock.now()
+        async with committed_db.unit_of_work() as session:
+            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
+            invitation, old_token = await service.create_invitation(
+                session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email,
+                role=InvitationRole.MEMBER, policy=policy, now=now)
+
+        async def accept() -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.accept_invitation(session, token=old_token, user_id=invitee.id, now=now)
+
+        async def resend() -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.resend_invitation(session, invitation_id=invitation.id, actor_id=owner.id,
+                                                policy=policy, now=now + timedelta(seconds=1))
+
+        outcomes = await asyncio.gather(_outcome(accept()), _outcome(resend()))
+        assert outcomes in (["ok", "INVITATION_ALREADY_ACCEPTED"], ["INVITATION_TOKEN_INVALID", "ok"])
+        await _ws_rules_hold(committed_db)
+
+
+class TestConcurrentInvitations:
+    @pytest.mark.invariant("WS-INV-03")
+    async def test_two_invitations_for_one_email_at_once_create_one(self, ws_app, people, committed_db):
+        owner = await people.make()
+        transport = httpx.ASGITransport(app=ws_app, client=("192.0.2.10", 1))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            created = await http.post("/api/v1/workspaces", json={"name": "Race"}, headers=owner.headers)
+            url = f"/api/v1/workspaces/{created.json()['id']}/invitations"
+            responses = await asyncio.gather(*(
+                http.post(url, json={"email": email}, headers=owner.headers)
+                for email in ("Ada@Example.com", "ada@example.com ")
+            ))
+        assert sorted(r.status_code for r in responses) == [201, 409], [r.text for r in responses]
+        loser = next(r for r in responses if r.status_code == 409)
+        assert loser.json()["code"] == "INVITATION_ALREADY_PENDING"
+        await _ws_rules_hold(committed_db)
+
+    @pytest.mark.invariant("WS-INV-03")
+    async def test_without_the_lock_the_unique_index_still_decides(self, committed_db, people, clock, policy,
+                                                                    monkeypatch):
+        """Both pass the pre-check (lock removed, window widened): the partial unique index refuses the
+        second insert, mapped to the same stable code — never an IntegrityError."""
+        owner = await people.make()
+        now = clock.now()
+        async with committed_db.unit_of_work() as session:
+            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
+
+        async def no_lock(session, workspace_id):
+            return None
+
+        find = service.iam_service.find_user_by_email
+
+        async def slow_find(*args, **kwargs):  # runs after the pending pre-check, before the insert
+            await asyncio.sleep(WINDOW)
+            return await find(*args, **kwargs)
+
+        monkeypatch.setattr(service, "_lock_workspace", no_lock)
+        monkeypatch.setattr(service.iam_service, "find_user_by_email", slow_find)
+
+        async def invite(email: str) -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.create_invitation(session, workspace_id=workspace.id, actor_id=owner.id, email=email,
+                                                role=InvitationRole.MEMBER, policy=policy, now=now)
+
+        outcomes = await asyncio.gather(_outcome(invite("Ada@Example.com")), _outcome(invite("ada@example.com")))
+        assert sorted(outcomes) == ["INVITATION_ALREADY_PENDING", "ok"]
+        await _ws_rules_hold(committed_db)
+
+
+class TestSweepAgainstRequests:
+    @pytest.mark.invariant("WS-INV-04")
+    async def test_sweep_skips_a_workspace_a_request_holds_and_sweeps_it_later(self, committed_db, people, clock,
+                                                                                policy):
+        owner = await people.make()
+        now = clock.now()
+        async with committed_db.unit_of_work() as session:
+            busy = await service.create_workspace(session, name="Busy", owner_id=owner.id, now=now)
+            idle = await service.create_workspace(session, name="Idle", owner_id=owner.id, now=now)
+            for workspace in (busy, idle):
+                await service.create_invitation(session, workspace_id=workspace.id, actor_id=owner.id,
+                                                email="p@example.com", role=InvitationRole.MEMBER, policy=policy,
+                                                now=now)
+        later = now + timedelta(days=8)
+        async with committed_db.unit_of_work() as holder:
+            await service._lock_workspace(holder, busy.id)  # a request in the middle of a command
+            async with committed_db.unit_of_work() as session:
+                expired = await asyncio.wait_for(service.expire_due_invitations(session, now=later), timeout=5)
+            assert [i.workspace_id for i in expired] == [idle.id]
+        async with committed_db.unit_of_work() as session:
+            expired = await service.expire_due_invitations(session, now=later)
+        assert [i.workspace_id for i in expired] == [busy.id]
+        await _ws_rules_hold(committed_db)
+
+    @pytest.mark.invariant("WS-INV-06")
+    async def test_accept_at_expiry_racing_the_sweep_never_yields_membership(self, committed_db, people, clock,
+                                                                             policy):
+        owner, invitee = await people.make(), await people.make()
+        now = clock.now()
+        async with committed_db.unit_of_work() as session:
+            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
+            _, token = await service.create_invitation(
+                session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email,
+                role=InvitationRole.MEMBER, policy=policy, now=now)
+        at_expiry = now + policy.ttl
+
+        async def accept() -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.accept_invitation(session, token=token, user_id=invitee.id, now=at_expiry)
+
+        async def sweep() -> None:
+            async with committed_db.unit_of_work() as session:
+                await service.expire_due_invitations(session, now=at_expiry)
+
+        outcomes = await asyncio.gather(_outcome(accept()), _outcome(sweep()))
+        assert outcomes[0] == errors.WorkspaceErrorCode.INVITATION_EXPIRED
+        await _ws_rules_hold(committed_db)
