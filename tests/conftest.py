@@ -9,6 +9,7 @@ and real parallel connections use `committed_db`, which empties the tables after
 from __future__ import annotations
 
 import os
+import uuid
 import warnings
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -63,22 +64,28 @@ def server_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def database_url(server_url: str, worker_id: str) -> str:
-    """This worker's own database, migrated to head."""
-    name = f"tenet_test_{worker_id}"
-    drop_database(server_url, name)
-    url = ensure_database(server_url, name)
-    migrate.upgrade(url)
-    return url
+def run_id() -> str:
+    """Names this run's databases, so two test runs on one server (two engineers, CI) never collide."""
+    return (os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex)[:8]
 
 
 @pytest.fixture(scope="session")
-def scratch_database(server_url: str, worker_id: str):
+def database_url(server_url: str, worker_id: str, run_id: str):
+    """This worker's own database, migrated to head; dropped when the session ends."""
+    name = f"tenet_test_{run_id}_{worker_id}"
+    url = ensure_database(server_url, name)
+    migrate.upgrade(url)
+    yield url
+    drop_database(server_url, name)
+
+
+@pytest.fixture(scope="session")
+def scratch_database(server_url: str, worker_id: str, run_id: str):
     """A factory of empty databases (migration tests); each is dropped at the end of the session."""
     made: list[str] = []
 
     def make(suffix: str) -> str:
-        name = f"tenet_scratch_{worker_id}_{suffix}"
+        name = f"tenet_scratch_{run_id}_{worker_id}_{suffix}"
         drop_database(server_url, name)
         made.append(name)
         return ensure_database(server_url, name)
@@ -166,13 +173,13 @@ def smtp_server():
 
 
 @pytest.fixture(scope="session")
-def live_database_url(server_url: str, worker_id: str) -> str:
-    """A database of its own for the subprocess server (its data is committed and never cleaned)."""
-    name = f"tenet_test_{worker_id}_live"
-    drop_database(server_url, name)
+def live_database_url(server_url: str, worker_id: str, run_id: str):
+    """A database of its own for the subprocess server (committed data, dropped when the session ends)."""
+    name = f"tenet_test_{run_id}_{worker_id}_live"
     url = ensure_database(server_url, name)
     migrate.upgrade(url)
-    return url
+    yield url
+    drop_database(server_url, name)
 
 
 @pytest.fixture(scope="session")

@@ -104,3 +104,16 @@ async def test_every_answer_carries_a_request_id(client):
     assert response.json()["request_id"] == "abc-123"
     generated = await client.get("/healthz", headers={"X-Request-ID": "bad id with spaces"})
     assert generated.headers["x-request-id"] != "bad id with spaces"
+
+
+async def test_control_characters_in_names_are_422(client):
+    response = await client.post(REGISTER, json={"email": "nul@example.com", "password": "long enough password",
+                                                 "display_name": "Bad\u0000Name"})
+    assert_problem(response, 422, "VALIDATION_FAILED")
+
+
+async def test_a_nul_character_the_schema_lets_through_is_422_not_500(client):
+    """The safety net: PostgreSQL refuses NUL in text; the answer is a 422, never a 500."""
+    response = await client.post("/api/v1/auth/token", data={"grant_type": "password",
+                                                             "username": "a\u0000b@example.com", "password": "x"})
+    assert response.status_code in (401, 422), response.text

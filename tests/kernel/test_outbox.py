@@ -60,6 +60,17 @@ async def test_an_unreachable_server_backs_off_and_keeps_the_mail(db, clock, tmp
     assert (await row(db, mail_id)).attempts == 1
 
 
+async def test_a_mail_that_cannot_be_built_fails_alone(db, clock, smtp_server, tmp_path):
+    """A malformed mail (a line break in a header) is marked failed and does not block the ones after it."""
+    settings = test_settings(data_dir=tmp_path, smtp_host="127.0.0.1", smtp_port=smtp_server.port)
+    broken = await enqueue(db, clock, subject="Line one\nBcc: everyone@example.com")
+    clock.advance(timedelta(seconds=1))
+    fine = await enqueue(db, clock, subject="Fine")
+    assert await deliver_due(db, SmtpSender(settings), clock.now()) == 1
+    assert (await row(db, broken)).status == "failed" and (await row(db, fine)).status == "sent"
+    assert [m["Subject"] for m in smtp_server.wait_for(1)] == ["Fine"]
+
+
 async def test_after_max_attempts_the_mail_is_marked_failed(db, clock, tmp_path):
     settings = test_settings(data_dir=tmp_path, smtp_host="127.0.0.1", smtp_port=1)
     mail_id = await enqueue(db, clock)

@@ -16,7 +16,7 @@ from tenet.workspaces.permissions import permission_table_markdown
 from tests.workspaces.conftest import add_member, token_for
 
 ROOT = Path(__file__).resolve().parents[2]
-WS_IDS = [f"WS-INV-0{n}" for n in range(1, 10)]
+WS_IDS = [f"WS-INV-{n:02d}" for n in range(1, 11)]
 
 # Codes clients may have seen; a code removed from WorkspaceErrorCode fails here (values never change).
 KNOWN_CODES = {

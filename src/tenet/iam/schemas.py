@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from tenet.iam.permissions import Role, Scope
 
-DisplayName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+# No control characters: names end up in mail headers and logs, and PostgreSQL text cannot hold NUL.
+DisplayName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200,
+                                               pattern=r"^[^\x00-\x1f\x7f]+$")]
 EmailText = Annotated[str, StringConstraints(min_length=3, max_length=320)]
 Password = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 

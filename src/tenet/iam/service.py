@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select, text, update
@@ -26,6 +27,30 @@ from tenet.kernel.pagination import PageParams, keyset_page
 USER_EMAIL_INDEX = "uq_user_account_email_live"
 
 
+@dataclass(frozen=True)
+class UserSummary:
+    """What other domains may know of an account: for member lists, mail, audit-free display."""
+
+    id: uuid.UUID
+    email: str
+    display_name: str
+    status: str
+
+
+# Other domains' steps that must happen in the transaction that deletes an account (ending memberships,
+# or refusing when the account is still needed, such as the last owner of a workspace). Identity does
+# not import the domains; they register here at import time.
+UserDeletionHook = Callable[..., Awaitable[None]]
+_user_deletion_hooks: list[UserDeletionHook] = []
+
+
+def on_user_deleted(hook: UserDeletionHook) -> UserDeletionHook:
+    """Register `hook(session, *, user_id, now, actor)`; it may raise a DomainError to refuse the deletion."""
+    if hook not in _user_deletion_hooks:
+        _user_deletion_hooks.append(hook)
+    return hook
+
+
 # --- users -------------------------------------------------------------------------------------------
 
 
@@ -39,6 +64,18 @@ async def roles_of(session: AsyncSession, user_ids: Iterable[uuid.UUID]) -> dict
         for user_id, role in rows:
             found[user_id].append(role)
     return found
+
+
+async def user_summaries(session: AsyncSession, user_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, UserSummary]:
+    """Display fields of many accounts in one query (deleted ones included: history shows who it was)."""
+    ids = list(set(user_ids))
+    if not ids:
+        return {}
+    rows = await session.execute(
+        select(UserAccount.id, UserAccount.email, UserAccount.display_name, UserAccount.status)
+        .where(UserAccount.id.in_(ids))
+    )
+    return {row.id: UserSummary(row.id, row.email, row.display_name, row.status) for row in rows}
 
 
 async def find_user_by_email(session: AsyncSession, email: str) -> UserAccount | None:
@@ -157,13 +194,16 @@ async def set_user_roles(session: AsyncSession, *, user_id: uuid.UUID, roles: It
 
 
 async def delete_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> None:
-    """Delete as a state: the account stops signing in, its tokens die, its email is freed."""
+    """Delete as a state: the account stops signing in, its tokens die, its email is freed, and every
+    domain's deletion hook runs in the same transaction (and may refuse)."""
     user = await get_user(session, user_id)
     await _lock_administrators(session)
     roles = (await roles_of(session, [user_id]))[user_id]
     if (Role.ADMINISTRATOR.value in roles and user.status == "active"
             and await _other_active_administrators(session, user_id) == 0):
         raise errors.LastAdministrator()
+    for hook in _user_deletion_hooks:
+        await hook(session, user_id=user_id, now=now, actor=actor)
     await session.execute(
         update(UserAccount).where(UserAccount.id == user_id, UserAccount.status != "deleted")
         .values(status="deleted", deleted_at=now, updated_at=now)

@@ -17,7 +17,7 @@ from fastapi.params import File, Form
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -205,6 +205,14 @@ async def _on_database_unavailable(request: Request, exc: Exception) -> JSONResp
     return problem_response(error, _request_id(request))
 
 
+async def _on_data_error(request: Request, exc: Exception) -> JSONResponse:
+    # A value PostgreSQL cannot store (a NUL character in text, an out-of-range number) that a schema
+    # did not catch: the request's fault, so a 422, but logged because a schema should have caught it.
+    log.warning("database refused a value on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+    error = errors.ValidationFailed("A value cannot be stored (for example a NUL character in a text field)")
+    return problem_response(error, _request_id(request))
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return await _on_database_unavailable(request, exc)
@@ -217,6 +225,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DomainError, _on_domain_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_exception)
+    app.add_exception_handler(DataError, _on_data_error)
     app.add_exception_handler(OperationalError, _on_database_unavailable)
     app.add_exception_handler(InterfaceError, _on_database_unavailable)
     app.add_exception_handler(PoolTimeoutError, _on_database_unavailable)

@@ -94,13 +94,21 @@ async def deliver_due(db: Database, sender: SmtpSender, now: datetime) -> int:
                 try:
                     await sender.send(row)
                 except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
+                    # The server or the network: try again later, a bounded number of times.
                     attempts = row.attempts + 1
                     gave_up = attempts >= MAX_ATTEMPTS
-                    log.warning("mail %s to outbox kind %s failed (attempt %d): %s", row.id, row.kind, attempts,
+                    log.warning("outbox mail %s (%s) failed, attempt %d: %s", row.id, row.kind, attempts,
                                 type(exc).__name__)
                     await session.execute(update(EmailOutbox).where(EmailOutbox.id == row.id).values(
                         attempts=attempts, last_error=f"{type(exc).__name__}: {exc}"[:500],
                         status="failed" if gave_up else "pending", next_attempt_at=now + _backoff(attempts),
+                    ))
+                except Exception as exc:
+                    # The mail itself cannot be built or sent (a malformed header, say): retrying cannot
+                    # help, and leaving it pending would put it first in line forever, blocking the rest.
+                    log.exception("outbox mail %s (%s) cannot be sent; marked failed", row.id, row.kind)
+                    await session.execute(update(EmailOutbox).where(EmailOutbox.id == row.id).values(
+                        attempts=row.attempts + 1, last_error=f"{type(exc).__name__}: {exc}"[:500], status="failed",
                     ))
                 else:
                     sent += 1

@@ -229,3 +229,26 @@ register(
          WHERE w.status = 'DELETED' AND m.status = 'ACTIVE'
     """,
 )
+
+register(
+    id="WS-INV-10",
+    domain="workspaces",
+    statement="A deleted account holds no active membership; deleting the last active owner of a workspace "
+              "that is not DELETED is refused.",
+    scope="workspace.membership where status = 'ACTIVE', against iam.user_account",
+    counterexample="An administrator deletes the only owner of a workspace: nobody can manage it again, and "
+                   "the deleted account still shows as a member.",
+    db=(),
+    db_reason="a rule across two schemas kept by one transaction: identity's delete_user runs the "
+              "workspaces deletion hook before it marks the account deleted",
+    app="end_memberships_of_deleted_user (registered with iam.service.on_user_deleted) ends every active "
+        "membership as REMOVED, refusing with LAST_OWNER where the account is the last active owner.",
+    error_code="LAST_OWNER",
+    concurrency="Each workspace is locked (id order) before its owner count is read, like every membership "
+                "change.",
+    detector="""
+        SELECT m.id AS membership_id, m.workspace_id FROM workspace.membership m
+          JOIN iam.user_account u ON u.id = m.user_id
+         WHERE m.status = 'ACTIVE' AND u.status = 'deleted'
+    """,
+)

@@ -57,8 +57,8 @@ MEMBERSHIP = declare(
         Transition("change_role", frozenset({"ACTIVE"}), "ACTIVE", "owner (also transfer of ownership)",
                    "refused when it would leave no active owner (WS-INV-01)"),
         Transition("leave", frozenset({"ACTIVE"}), "LEFT", "the member", "refused for the last active owner"),
-        Transition("remove", frozenset({"ACTIVE"}), "REMOVED", "owner; admin for members",
-                   "refused for the last active owner"),
+        Transition("remove", frozenset({"ACTIVE"}), "REMOVED", "owner; admin for members; identity, when the "
+                   "account is deleted", "refused for the last active owner"),
         Transition("close", frozenset({"ACTIVE"}), "CLOSED", "system (the workspace's deletion)"),
     ],
 )

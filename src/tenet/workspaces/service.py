@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
-from sqlalchemy import and_, column, func, select, table, text
+from sqlalchemy import and_, func, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -49,9 +49,6 @@ SEND_WINDOW = timedelta(days=1)
 SWEEP_BATCH = 200
 MAIL_KIND = "workspace.invitation"
 
-# Identity's account table, read only, for the display fields of member lists (identity has no batch
-# lookup service yet; see docs/decisions.md). Workspaces never write it.
-_user_account = table("user_account", column("id"), column("email"), column("display_name"), schema="iam")
 
 
 @dataclass(frozen=True)
@@ -263,14 +260,12 @@ async def list_members(session: AsyncSession, *, workspace_id: uuid.UUID, user_i
     statement = select(Membership).where(Membership.workspace_id == workspace_id, Membership.status == "ACTIVE")
     rows, next_cursor = await keyset_page(session, statement, order_by=(Membership.joined_at, Membership.id),
                                           params=params)
-    people = {row.id: row for row in (await session.execute(
-        select(_user_account).where(_user_account.c.id.in_([m.user_id for m in rows]))
-    )).all()} if rows else {}
+    people = await iam_service.user_summaries(session, [m.user_id for m in rows])
     return [MemberView(m, people[m.user_id].email, people[m.user_id].display_name) for m in rows], next_cursor
 
 
 async def member_view(session: AsyncSession, membership: Membership) -> MemberView:
-    person = (await session.execute(select(_user_account).where(_user_account.c.id == membership.user_id))).one()
+    person = (await iam_service.user_summaries(session, [membership.user_id]))[membership.user_id]
     return MemberView(membership, person.email, person.display_name)
 
 
@@ -364,6 +359,35 @@ async def transfer_ownership(session: AsyncSession, *, workspace_id: uuid.UUID, 
                        data={"from_user_id": actor_id, "to_user_id": user_id,
                              "from_membership_id": caller.id, "to_membership_id": target.id})
     return caller, target
+
+
+@iam_service.on_user_deleted
+async def end_memberships_of_deleted_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime,
+                                          actor: Actor) -> None:
+    """Identity's deletion hook (same transaction): a deleted account leaves every workspace (WS-INV-10).
+    Being the last active owner of a workspace that is not DELETED refuses the deletion with LAST_OWNER
+    (WS-INV-01): transfer ownership, or delete the workspace and let its deletion finish, first.
+    Workspaces are locked in id order, so two deletions cannot deadlock."""
+    workspace_ids = (await session.execute(
+        select(Membership.workspace_id).where(Membership.user_id == user_id, Membership.status == "ACTIVE")
+        .order_by(Membership.workspace_id)
+    )).scalars().all()
+    ended_by = uuid.UUID(actor.id) if actor.type == "user" and actor.id else None
+    for workspace_id in workspace_ids:
+        await _lock_workspace(session, workspace_id)
+        membership = await _active_membership(session, workspace_id, user_id)
+        if membership is None:
+            continue
+        await _ensure_an_owner_remains(session, membership)
+        await apply_transition(
+            session, lifecycles.MEMBERSHIP, "remove", model=Membership, id=membership.id,
+            values={"ended_at": now, "ended_by": ended_by, "updated_at": now},
+            conflict=lambda status: errors.MemberNotFound(user_id=str(user_id)),
+            not_found=lambda: errors.MemberNotFound(user_id=str(user_id)), version_attr="version",
+        )
+        await audit.record(session, action="workspace.member.removed", actor=actor,
+                           subject=("membership", membership.id), scope=_scope(workspace_id), now=now,
+                           data={"user_id": user_id, "role": membership.role, "reason": "account_deleted"})
 
 
 # --- invitations ---------------------------------------------------------------------------------------
