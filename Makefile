@@ -10,6 +10,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 WORKERS ?= 1
 PYTEST_ARGS ?=
+# The page tests drive the system Chromium through Playwright (no browser download).
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: run test install install-test worker lint bench clean-data
 
@@ -25,6 +27,14 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $@ $(RUNTIME_STAMP)
 
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Chromium for the page tests (apt-get install chromium)"; \
+	  apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; \
+	else \
+	  echo "The page tests need Chromium at $(CHROMIUM): install it (Debian: sudo apt-get install chromium)"; exit 1; \
+	fi
+
 install: $(RUNTIME_STAMP)
 
 install-test: $(TEST_STAMP)
@@ -38,7 +48,7 @@ worker: $(RUNTIME_STAMP)
 	$(BIN)/tenet worker
 
 ## Install and run the whole test suite (embedded PostgreSQL unless DATABASE_URL is set)
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)

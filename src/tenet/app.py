@@ -23,6 +23,7 @@ from tenet.kernel.outbox import OutboxDispatcher
 from tenet.kernel.ratelimit import RateLimiter
 from tenet.observability import ObservabilityMiddleware, configure_logging
 from tenet.settings import Settings
+from tenet.web import pages
 from tenet.workspaces import api as workspaces_api
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,8 @@ def create_app(
 
     install_error_handlers(app)
     install_openapi(app, idempotency_exempt=IDEMPOTENCY_EXEMPT)
+    app.include_router(pages.router)
+    app.mount(pages.STATIC_PATH, pages.static_files(), name="static")
     app.include_router(ops.router)
     for router in iam_api.routers:
         app.include_router(router)

@@ -1,0 +1,35 @@
+"""Pages in real Chromium (the system's /usr/bin/chromium, driven by Playwright)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("TENET_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_PRESENT = CHROMIUM.exists()
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture
+async def browser():
+    from playwright.async_api import async_playwright
+
+    if not CHROMIUM_PRESENT:
+        pytest.fail(f"Chromium is needed at {CHROMIUM} for the page tests (`make test` installs it)")
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+@pytest.fixture
+async def page(browser):
+    context = await browser.new_context()
+    page = await context.new_page()
+    yield page
+    await context.close()
