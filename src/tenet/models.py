@@ -4,6 +4,7 @@ Alembic's env and the invariant tooling import this module; add a domain here wh
 """
 
 import tenet.iam.invariants
+import tenet.iam.lifecycles
 import tenet.iam.models
 import tenet.kernel.models
 import tenet.kernel.rules

@@ -101,3 +101,45 @@ async def test_every_permission_in_code_is_seeded(db):
         grants = set((await session.execute(text("SELECT role_name, permission_name FROM iam.role_permission"))).all())
     assert seeded == {p.value for p in Permission}
     assert grants == {(r.value, p.value) for r, points in ROLE_PERMISSIONS.items() for p in points}
+
+
+class TestSuspension:
+    async def test_a_disabled_account_loses_its_tokens_at_once(self, client, users):
+        admin, user = await users.admin(), await users.make()
+        tokens = (await client.post("/api/v1/auth/token", data={
+            "grant_type": "password", "username": user.email, "password": "a-long-test-password"})).json()
+        response = await client.post(f"/api/v1/iam/users/{user.id}/disable", headers=admin.headers)
+        assert (response.status_code, response.json()["status"]) == (200, "disabled")
+        assert (await client.get("/api/v1/auth/me", headers=user.headers)).status_code == 401
+        refresh = await client.post("/api/v1/auth/refresh", json={"refresh_token": tokens["refresh_token"]})
+        assert refresh.status_code == 401
+        sign_in = await client.post("/api/v1/auth/token", data={
+            "grant_type": "password", "username": user.email, "password": "a-long-test-password"})
+        assert sign_in.status_code == 401
+
+    async def test_enabling_restores_sign_in(self, client, users):
+        admin, user = await users.admin(), await users.make()
+        await client.post(f"/api/v1/iam/users/{user.id}/disable", headers=admin.headers)
+        response = await client.post(f"/api/v1/iam/users/{user.id}/enable", headers=admin.headers)
+        assert (response.status_code, response.json()["status"]) == (200, "active")
+        sign_in = await client.post("/api/v1/auth/token", data={
+            "grant_type": "password", "username": user.email, "password": "a-long-test-password"})
+        assert sign_in.status_code == 200
+
+    async def test_enabling_an_active_account_is_a_state_conflict(self, client, users):
+        admin, user = await users.admin(), await users.make()
+        response = await client.post(f"/api/v1/iam/users/{user.id}/enable", headers=admin.headers)
+        assert (response.status_code, response.json()["code"]) == (409, "USER_STATE_CONFLICT")
+        assert response.json()["current_status"] == "active"
+
+    @pytest.mark.invariant("IAM-INV-05")
+    async def test_the_last_admin_cannot_be_disabled(self, client, users):
+        admin = await users.admin()
+        response = await client.post(f"/api/v1/iam/users/{admin.id}/disable", headers=admin.headers)
+        assert (response.status_code, response.json()["code"]) == (409, "LAST_ADMINISTRATOR")
+
+    async def test_a_deleted_account_cannot_be_enabled(self, client, users):
+        admin, user = await users.admin(), await users.make()
+        await client.delete(f"/api/v1/iam/users/{user.id}", headers=admin.headers)
+        response = await client.post(f"/api/v1/iam/users/{user.id}/enable", headers=admin.headers)
+        assert response.status_code == 404

@@ -238,6 +238,21 @@ async def delete_user(user_id: uuid.UUID, admin: ManageUsers, session: SessionDe
     await service.delete_user(session, user_id=user_id, now=now, actor=admin.actor)
 
 
+@admin_router.post("/users/{user_id}/disable", response_model=UserRead,
+                   summary="Suspend an account: sign-in stops and its tokens die at once",
+                   responses=problem_responses(404, 409))
+async def disable_user(user_id: uuid.UUID, admin: ManageUsers, session: SessionDep, now: NowDep) -> UserRead:
+    return await _user_read(session, await service.disable_user(session, user_id=user_id, now=now,
+                                                                actor=admin.actor))
+
+
+@admin_router.post("/users/{user_id}/enable", response_model=UserRead, summary="Re-activate a suspended account",
+                   responses=problem_responses(404, 409))
+async def enable_user(user_id: uuid.UUID, admin: ManageUsers, session: SessionDep, now: NowDep) -> UserRead:
+    return await _user_read(session, await service.enable_user(session, user_id=user_id, now=now,
+                                                               actor=admin.actor))
+
+
 @admin_router.get("/roles", response_model=list[RoleRead], summary="The system roles and their permission points")
 async def list_roles(_: ReadUsers) -> list[RoleRead]:
     return [RoleRead(name=r.value, description=ROLE_DESCRIPTIONS[r],

@@ -20,6 +20,7 @@ class IamErrorCode(StrEnum):
     USER_NOT_FOUND = "USER_NOT_FOUND"
     API_CLIENT_NOT_FOUND = "API_CLIENT_NOT_FOUND"
     LAST_ADMINISTRATOR = "LAST_ADMINISTRATOR"
+    USER_STATE_CONFLICT = "USER_STATE_CONFLICT"
 
 
 class EmailInvalid(DomainError):
@@ -92,3 +93,9 @@ class ApiClientNotFound(DomainError):
 
 class LastAdministrator(DomainError):
     status, code, title = 409, IamErrorCode.LAST_ADMINISTRATOR, "The last active Administrator must stay"
+
+
+class UserStateConflict(DomainError):
+    """The account is not in a state this change applies to (enabling an active account, say)."""
+
+    status, code, title = 409, IamErrorCode.USER_STATE_CONFLICT, "The account is not in a state that allows this"

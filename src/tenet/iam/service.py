@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenet.iam import errors
+from tenet.iam import errors, lifecycles
 from tenet.iam.models import ApiClient, RefreshToken, UserAccount, UserRole
 from tenet.iam.passwords import Passwords, password_problems
 from tenet.iam.permissions import DEFAULT_ROLES, Role, Scope
@@ -23,6 +23,7 @@ from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import is_violation_of
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean_email, normalize_email
 from tenet.kernel.pagination import PageParams, keyset_page
+from tenet.kernel.transitions import apply_transition
 
 USER_EMAIL_INDEX = "uq_user_account_email_live"
 
@@ -193,25 +194,56 @@ async def set_user_roles(session: AsyncSession, *, user_id: uuid.UUID, roles: It
     return user
 
 
-async def delete_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> None:
-    """Delete as a state: the account stops signing in, its tokens die, its email is freed, and every
-    domain's deletion hook runs in the same transaction (and may refuse)."""
-    user = await get_user(session, user_id)
+async def _refuse_removing_the_last_administrator(session: AsyncSession, user: UserAccount) -> None:
     await _lock_administrators(session)
-    roles = (await roles_of(session, [user_id]))[user_id]
+    roles = (await roles_of(session, [user.id]))[user.id]
     if (Role.ADMINISTRATOR.value in roles and user.status == "active"
-            and await _other_active_administrators(session, user_id) == 0):
+            and await _other_active_administrators(session, user.id) == 0):
         raise errors.LastAdministrator()
-    for hook in _user_deletion_hooks:
-        await hook(session, user_id=user_id, now=now, actor=actor)
-    await session.execute(
-        update(UserAccount).where(UserAccount.id == user_id, UserAccount.status != "deleted")
-        .values(status="deleted", deleted_at=now, updated_at=now)
-    )
+
+
+async def _revoke_refresh_tokens(session: AsyncSession, user_id: uuid.UUID, now: datetime) -> None:
     await session.execute(
         update(RefreshToken).where(RefreshToken.user_id == user_id, RefreshToken.revoked_at.is_(None))
         .values(revoked_at=now)
     )
+
+
+async def _move_user(session: AsyncSession, user_id: uuid.UUID, transition: str, values: dict[str, object],
+                     ) -> UserAccount:
+    return await apply_transition(
+        session, lifecycles.USER, transition, model=UserAccount, id=user_id, values=values,
+        conflict=lambda status: errors.UserStateConflict(current_status=status) if status != "deleted"
+        else errors.UserNotFound(),
+        not_found=errors.UserNotFound,
+    )
+
+
+async def disable_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> UserAccount:
+    """Suspend an account: sign-in stops and every token dies at once; the account and its data stay."""
+    user = await get_user(session, user_id)
+    await _refuse_removing_the_last_administrator(session, user)
+    user = await _move_user(session, user_id, "disable", {"updated_at": now})
+    await _revoke_refresh_tokens(session, user_id, now)
+    await audit.record(session, action="iam.user.disabled", actor=actor, subject=("user", user_id), now=now)
+    return user
+
+
+async def enable_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> UserAccount:
+    user = await _move_user(session, user_id, "enable", {"updated_at": now})
+    await audit.record(session, action="iam.user.enabled", actor=actor, subject=("user", user_id), now=now)
+    return user
+
+
+async def delete_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> None:
+    """Delete as a state: the account stops signing in, its tokens die, its email is freed, and every
+    domain's deletion hook runs in the same transaction (and may refuse)."""
+    user = await get_user(session, user_id)
+    await _refuse_removing_the_last_administrator(session, user)
+    for hook in _user_deletion_hooks:
+        await hook(session, user_id=user_id, now=now, actor=actor)
+    await _move_user(session, user_id, "delete", {"deleted_at": now, "updated_at": now})
+    await _revoke_refresh_tokens(session, user_id, now)
     await audit.record(session, action="iam.user.deleted", actor=actor, subject=("user", user_id), now=now)
 
 

@@ -276,8 +276,8 @@ async def _target_membership(session: AsyncSession, workspace_id: uuid.UUID, use
     return target
 
 
-async def _end_membership(session: AsyncSession, target: Membership, transition: str, *, actor_id: uuid.UUID,
-                          now: datetime) -> Membership:
+async def _end_membership(session: AsyncSession, target: Membership, transition: str, *,
+                          actor_id: uuid.UUID | None, now: datetime) -> Membership:
     return await apply_transition(
         session, lifecycles.MEMBERSHIP, transition, model=Membership, id=target.id,
         values={"ended_at": now, "ended_by": actor_id, "updated_at": now},
@@ -379,12 +379,7 @@ async def end_memberships_of_deleted_user(session: AsyncSession, *, user_id: uui
         if membership is None:
             continue
         await _ensure_an_owner_remains(session, membership)
-        await apply_transition(
-            session, lifecycles.MEMBERSHIP, "remove", model=Membership, id=membership.id,
-            values={"ended_at": now, "ended_by": ended_by, "updated_at": now},
-            conflict=lambda status: errors.MemberNotFound(user_id=str(user_id)),
-            not_found=lambda: errors.MemberNotFound(user_id=str(user_id)), version_attr="version",
-        )
+        await _end_membership(session, membership, "remove", actor_id=ended_by, now=now)
         await audit.record(session, action="workspace.member.removed", actor=actor,
                            subject=("membership", membership.id), scope=_scope(workspace_id), now=now,
                            data={"user_id": user_id, "role": membership.role, "reason": "account_deleted"})
