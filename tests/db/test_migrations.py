@@ -112,3 +112,31 @@ async def test_each_package_owns_a_schema(engine, schema):
         found = (await connection.execute(
             text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema})).scalar_one_or_none()
     assert found == 1
+
+
+def test_upgrading_a_database_with_data_of_the_previous_revision_keeps_it(scratch_database):
+    """Sample rows written at the first revision survive every later migration, and the catalog holds."""
+    import subprocess
+    import sys
+
+    from alembic.script import ScriptDirectory
+
+    url = scratch_database("with_data")
+    first = list(ScriptDirectory.from_config(migrate.alembic_config()).walk_revisions())[-1]
+    migrate.upgrade(url, first.revision)
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            "INSERT INTO iam.user_account (id, email, email_normalized, email_normalization, display_name,"
+            " password_hash, status, created_at, updated_at) VALUES"
+            " ('11111111-1111-1111-1111-111111111111', 'Old@Example.com', 'old@example.com', 'email-v1', 'Old',"
+            "  '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA', 'active', now(), now())")
+        connection.execute(
+            "INSERT INTO iam.user_role VALUES ('11111111-1111-1111-1111-111111111111', 'Employee', now())")
+    migrate.upgrade(url)
+    with psycopg.connect(url) as connection:
+        kept = connection.execute("SELECT email, status FROM iam.user_account").fetchall()
+        roles = connection.execute("SELECT role_name FROM iam.user_role").fetchall()
+    assert kept == [("Old@Example.com", "active")] and roles == [("Employee",)]
+    check = subprocess.run([sys.executable, "-m", "tenet", "invariants", "check", "--database-url", url],
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert check.returncode == 0, check.stderr
