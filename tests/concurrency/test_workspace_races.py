@@ -154,17 +154,25 @@ class TestLastOwnersLeaving:
         await _ws_rules_hold(committed_db)
 
 
+async def _invited(db, owner, invitee, policy, now, role=InvitationRole.MEMBER):
+    """A committed workspace of `owner` with a pending invitation for `invitee`: (workspace, invitation,
+    token)."""
+    async with db.unit_of_work() as session:
+        workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
+        invitation, token = await service.create_invitation(
+            session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email, role=role, policy=policy,
+            now=now)
+    return workspace, invitation, token
+
+
 class TestAcceptVersusRevoke:
     @pytest.mark.invariant("WS-INV-05", "WS-INV-06")
     @pytest.mark.parametrize("revoke_first", [False, True])
     async def test_exactly_one_of_accept_and_revoke_wins(self, committed_db, people, clock, policy, revoke_first):
         owner, invitee = await people.make(), await people.make()
         now = clock.now()
-        async with committed_db.unit_of_work() as session:
-            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
-            invitation, token = await service.create_invitation(
-                session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email,
-                role=InvitationRole.MEMBER, policy=policy, now=now)
+        _workspace, invitation, token = await _invited(committed_db, owner, invitee, policy, now,
+                                                         InvitationRole.MEMBER)
 
         async def accept() -> None:
             async with committed_db.unit_of_work() as session:
@@ -196,11 +204,8 @@ class TestAcceptVersusRevoke:
     async def test_two_accepts_of_one_token_make_one_membership(self, committed_db, people, clock, policy):
         owner, invitee = await people.make(), await people.make()
         now = clock.now()
-        async with committed_db.unit_of_work() as session:
-            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
-            _, token = await service.create_invitation(
-                session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email,
-                role=InvitationRole.ADMIN, policy=policy, now=now)
+        workspace, _, token = await _invited(committed_db, owner, invitee, policy, now,
+                                                         InvitationRole.ADMIN)
 
         async def accept() -> None:
             async with committed_db.unit_of_work() as session:
@@ -220,11 +225,8 @@ class TestAcceptVersusRevoke:
     async def test_accept_racing_a_resend_never_accepts_the_old_token(self, committed_db, people, clock, policy):
         owner, invitee = await people.make(), await people.make()
         now = clock.now()
-        async with committed_db.unit_of_work() as session:
-            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
-            invitation, old_token = await service.create_invitation(
-                session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email,
-                role=InvitationRole.MEMBER, policy=policy, now=now)
+        _workspace, invitation, old_token = await _invited(committed_db, owner, invitee, policy, now,
+                                                         InvitationRole.MEMBER)
 
         async def accept() -> None:
             async with committed_db.unit_of_work() as session:
@@ -318,11 +320,8 @@ class TestSweepAgainstRequests:
                                                                              policy):
         owner, invitee = await people.make(), await people.make()
         now = clock.now()
-        async with committed_db.unit_of_work() as session:
-            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
-            _, token = await service.create_invitation(
-                session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email,
-                role=InvitationRole.MEMBER, policy=policy, now=now)
+        _workspace, _, token = await _invited(committed_db, owner, invitee, policy, now,
+                                                         InvitationRole.MEMBER)
         at_expiry = now + policy.ttl
 
         async def accept() -> None:
