@@ -80,6 +80,15 @@ async def test_after_max_attempts_the_mail_is_marked_failed(db, clock, tmp_path)
     assert gave_up.status == "failed" and gave_up.attempts == outbox.MAX_ATTEMPTS
 
 
+async def test_without_smtp_the_mail_is_logged_after_commit(db, clock, caplog):
+    caplog.set_level("INFO", logger="tenet.kernel.outbox")
+    async with db.unit_of_work() as session:
+        await enqueue_email(session, kind="test.dev", to="dev@example.com", subject="Try it",
+                            body_text="Open http://127.0.0.1:8000/x?token=abc", now=clock.now())
+        assert "Try it" not in caplog.text  # not before the commit
+    assert "dev@example.com" in caplog.text and "token=abc" in caplog.text
+
+
 async def test_without_smtp_the_mail_stays_in_the_outbox(client, db):
     response = await client.post("/api/v1/auth/register", json={
         "email": "nosmtp@example.com", "password": "long enough password", "display_name": "N"})

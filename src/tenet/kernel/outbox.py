@@ -5,6 +5,10 @@ exists exactly when the change committed. After commit the process's dispatcher 
 due rows over SMTP (`TENET_SMTP_HOST`); without SMTP the mail stays in the outbox, logged, for an
 operator or a later configuration to deliver. Any number of processes deliver at once: rows are
 claimed with `FOR UPDATE SKIP LOCKED`, so none is sent twice by two processes.
+
+Without SMTP (development) each mail is also logged in full after commit, as API.md promises ("kept in
+the outbox and logged"), so someone trying Tenet locally can follow an invitation link. That log line
+carries whatever the mail carries (links with tokens): production configures SMTP.
 """
 
 from __future__ import annotations
@@ -44,15 +48,16 @@ async def enqueue_email(session: AsyncSession, *, kind: str, to: str, subject: s
         id=mail_id, kind=kind, to_address=to, subject=subject, body_text=body_text, status="pending",
         attempts=0, created_at=now, next_attempt_at=now,
     ))
-    after_commit(session, _wake_dispatcher)
+
+    async def released() -> None:
+        if _dispatcher is not None:
+            _dispatcher.wake()
+        else:
+            log.info("mail kept in the outbox (no TENET_SMTP_HOST): to %s, subject %r\n%s", to, subject, body_text,
+                     extra={"mail_id": str(mail_id), "mail_kind": kind})
+
+    after_commit(session, released)
     return mail_id
-
-
-async def _wake_dispatcher() -> None:
-    if _dispatcher is not None:
-        _dispatcher.wake()
-    else:
-        log.info("mail kept in the outbox: no SMTP server configured (TENET_SMTP_HOST)")
 
 
 def _backoff(attempts: int) -> timedelta:
