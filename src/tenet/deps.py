@@ -9,7 +9,6 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenet.db.database import Database
 from tenet.kernel.clock import Clock
 from tenet.settings import Settings
 
@@ -30,14 +29,9 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def _db(request: Request) -> Database:
-    return request.app.state.db
-
-
 SessionDep = Annotated[AsyncSession, Depends(_session, scope="function")]
 NowDep = Annotated[datetime, Depends(_now)]
 SettingsDep = Annotated[Settings, Depends(_settings)]
-DatabaseDep = Annotated[Database, Depends(_db)]
 
 
 def client_address(request: Request) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 
 from tenet.db.migrate import current_revision, head_revision
+from tenet.kernel import outbox
 from tenet.kernel.errors import PROBLEM_JSON
+from tenet.kernel.jobs import count_jobs
 from tenet.observability import render_metrics
 
 router = APIRouter(tags=["operations"])
@@ -54,13 +55,12 @@ async def metrics(request: Request) -> Response:
     }
     try:
         async with request.app.state.db.engine.connect() as connection:
-            jobs = (await connection.execute(text(
-                "SELECT queue_name, status::text, count(*) FROM procrastinate_jobs GROUP BY 1, 2"))).all()
-            mail = (await connection.execute(text(
-                "SELECT status, count(*) FROM kernel.email_outbox GROUP BY 1"))).all()
+            jobs = await count_jobs(connection)
+            mail = await outbox.count_by_status(connection)
         extra["tenet_jobs"] = ("Background jobs by queue and status", [
-            ({"queue": q, "status": s}, float(n)) for q, s, n in jobs])
-        extra["tenet_outbox_emails"] = ("Outbox mail by status", [({"status": s}, float(n)) for s, n in mail])
+            ({"queue": q, "status": s}, float(n)) for (q, s), n in jobs.items()])
+        extra["tenet_outbox_emails"] = ("Outbox mail by status", [
+            ({"status": s}, float(n)) for s, n in mail.items()])
         extra["tenet_database_up"] = ("1 when the database answered this scrape", [({}, 1.0)])
     except Exception:  # metrics must answer while the database is down: that is when they matter
         extra["tenet_database_up"] = ("1 when the database answered this scrape", [({}, 0.0)])

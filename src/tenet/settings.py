@@ -162,10 +162,6 @@ class Settings(BaseSettings):
     def pgdata_dir(self) -> Path:
         return self.data_dir.resolve() / "pgdata"
 
-    @property
-    def attachment_root(self) -> Path:
-        return self.meeting_attachment_storage_root or self.data_dir.resolve() / "meeting-attachments"
-
     def signing_key(self) -> str:
         """The JWT signing key: TENET_SECRET_KEY, or (development only) one generated into the data dir."""
         if self.secret_key is not None:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select, text, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import errors, lifecycles
@@ -20,7 +19,7 @@ from tenet.iam.schemas import TokenResponse
 from tenet.iam.tokens import AccessClaims, AccessTokens, digest, new_client_id, new_secret
 from tenet.kernel import audit
 from tenet.kernel.audit import Actor
-from tenet.kernel.db_errors import is_violation_of
+from tenet.kernel.db_errors import add_unique
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean_email, normalize_email
 from tenet.kernel.pagination import PageParams, keyset_page
 from tenet.kernel.transitions import apply_transition
@@ -120,14 +119,7 @@ async def create_user(
         email_normalization=EMAIL_NORMALIZATION_VERSION, display_name=display_name,
         password_hash=await passwords.hash(password), status="active", created_at=now, updated_at=now,
     )
-    try:
-        async with session.begin_nested():
-            session.add(user)
-            await session.flush()
-    except IntegrityError as exc:
-        if is_violation_of(exc, USER_EMAIL_INDEX):
-            raise errors.EmailTaken() from None
-        raise
+    await add_unique(session, user, on_violation={USER_EMAIL_INDEX: errors.EmailTaken})
     role_names = sorted({Role(r).value for r in roles})
     session.add_all(UserRole(user_id=user.id, role_name=r, granted_at=now) for r in role_names)
     await session.flush()

@@ -23,7 +23,7 @@ from email.utils import make_msgid
 
 import aiosmtplib
 from sqlalchemy import insert, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from tenet.db.database import Database, after_commit
 from tenet.kernel.clock import Clock
@@ -121,6 +121,12 @@ async def deliver_due(db: Database, sender: SmtpSender, now: datetime) -> int:
                         attempts=row.attempts + 1, status="sent", sent_at=now, last_error=None))
         if len(rows) < BATCH:
             return sent
+
+
+async def count_by_status(connection: AsyncConnection) -> dict[str, int]:
+    """Outbox mail per status (for /metrics)."""
+    rows = await connection.execute(text("SELECT status, count(*) FROM kernel.email_outbox GROUP BY 1"))
+    return {status: count for status, count in rows}
 
 
 async def purge_sent(db: Database, now: datetime) -> int:

@@ -20,14 +20,13 @@ from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
 from sqlalchemy import and_, func, select, text
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import service as iam_service
 from tenet.iam.tokens import digest, new_secret
 from tenet.kernel import audit
 from tenet.kernel.audit import Actor
-from tenet.kernel.db_errors import is_violation_of
+from tenet.kernel.db_errors import add_unique
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean_email, normalize_email
 from tenet.kernel.outbox import enqueue_email
 from tenet.kernel.pagination import PageParams, keyset_page
@@ -493,15 +492,8 @@ async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, a
         token_digest=digest(token), invited_by=actor_id, created_at=now, expires_at=now + policy.ttl,
         last_sent_at=now,
     )
-    try:
-        async with session.begin_nested():
-            session.add(invitation)
-            await session.flush()
-    except IntegrityError as exc:
-        # Only reachable when the lock is bypassed; the index is the arbiter of WS-INV-03.
-        if is_violation_of(exc, INVITATION_PENDING_INDEX):
-            raise errors.InvitationAlreadyPending() from None
-        raise
+    # The violation is only reachable when the lock is bypassed; the index is the arbiter of WS-INV-03.
+    await add_unique(session, invitation, on_violation={INVITATION_PENDING_INDEX: errors.InvitationAlreadyPending})
     await _send_invitation_mail(session, invitation=invitation, workspace=workspace, inviter_id=actor_id,
                                 token=token, policy=policy, now=now, reason="invite")
     await audit.record(session, action="workspace.invitation.created", actor=Actor.user(actor_id),
@@ -609,14 +601,8 @@ async def accept_invitation(session: AsyncSession, *, token: str, user_id: uuid.
     )
     membership = Membership(id=uuid.uuid4(), workspace_id=workspace_id, user_id=user_id, role=invitation.role,
                             status="ACTIVE", version=1, invitation_id=invitation.id, joined_at=now, updated_at=now)
-    try:
-        async with session.begin_nested():
-            session.add(membership)
-            await session.flush()
-    except IntegrityError as exc:
-        if is_violation_of(exc, MEMBERSHIP_ACTIVE_INDEX):
-            raise errors.AlreadyMember(user_id=str(user_id)) from None
-        raise
+    await add_unique(session, membership, on_violation={
+        MEMBERSHIP_ACTIVE_INDEX: lambda: errors.AlreadyMember(user_id=str(user_id))})
     await audit.record(session, action="workspace.invitation.accepted", actor=Actor.user(user_id),
                        subject=("invitation", invitation.id), scope=_scope(workspace_id), now=now,
                        data={"membership_id": membership.id, "user_id": user_id, "role": invitation.role})
