@@ -22,15 +22,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tenet.app import create_app
 from tenet.db import migrate
-from tenet.db.base import APP_SCHEMAS
 from tenet.db.database import Database, make_engine
 from tenet.db.embedded import database_url as url_for_database
 from tenet.db.embedded import drop_database, ensure_database, start_embedded_server
+from tenet.domains import load_all, schemas
 from tenet.kernel.clock import FrozenClock
 from tenet.settings import Settings
 from tests.support.users import UserFactory
 
 ROOT = Path(__file__).resolve().parent.parent
+load_all()  # the composition root: every domain's tables, rules, events, as every boundary does
+APP_SCHEMAS = schemas()
 TEST_SECRET = "test-secret-key-that-is-long-enough-for-hs256-0123456789"
 # Tables filled by migrations (seed data); never emptied between tests.
 SEED_TABLES = {"iam.role", "iam.permission", "iam.role_permission"}

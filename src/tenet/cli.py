@@ -15,6 +15,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from tenet.domains import load_all
+from tenet.iam.settings import IamSettings
+from tenet.kernel.settings import KernelSettings, MissingSecretKey, section
 from tenet.settings import Settings
 
 app = typer.Typer(help="Tenet: four invariant-first business systems on PostgreSQL.", no_args_is_help=True)
@@ -27,7 +30,7 @@ console = Console(stderr=True)
 FIRST_ADMIN_EMAIL = "admin@example.com"
 
 
-def _database_url(settings: Settings, override: str | None = None) -> str:
+def _database_url(settings: KernelSettings, override: str | None = None) -> str:
     from tenet.db.embedded import resolve_database_url
 
     return resolve_database_url(override or settings.database_url, settings.pgdata_dir)
@@ -48,7 +51,7 @@ def migrate(database_url: Annotated[str | None, typer.Option(help="Defaults to D
     console.print(f"[green]database at {revision}[/green]")
 
 
-async def _bootstrap_first_admin(settings: Settings, url: str) -> tuple[str, str] | None:
+async def _bootstrap_first_admin(settings: KernelSettings, url: str) -> tuple[str, str] | None:
     """First start on the embedded database: create an administrator with a generated password."""
     from tenet.db.database import Database
     from tenet.iam import service
@@ -57,6 +60,7 @@ async def _bootstrap_first_admin(settings: Settings, url: str) -> tuple[str, str
     from tenet.kernel.audit import Actor
     from tenet.kernel.clock import SystemClock
 
+    load_all()
     db = Database.from_url(url, pool_size=1, max_overflow=0)
     try:
         async with db.unit_of_work() as session:
@@ -92,12 +96,14 @@ def serve(
 
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
+    _require_signing_key(settings)  # generates the development key once, before any worker process starts
     url = _database_url(settings)
     if migrate_first if migrate_first is not None else settings.uses_embedded_database:
         migrations.upgrade(url)
-    settings.signing_key()  # generate the development key once, before any worker process starts
-    # Worker processes inherit the resolved URL, so they join the server this process started.
-    os.environ["DATABASE_URL"] = url
+    # Worker processes inherit the resolved URL, so they join the server this process started (as the
+    # embedded database: they keep its development signing key, see KernelSettings.signing_key).
+    if settings.uses_embedded_database:
+        os.environ["TENET_EMBEDDED_DATABASE_URL"] = url
     metrics_dir: Path | None = None
     if workers > 1 and not os.environ.get(MULTIPROC_ENV):
         # Metrics of all API processes are summed at scrape time (prometheus_client multiprocess mode);
@@ -133,6 +139,14 @@ def serve(
             shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
+def _require_signing_key(settings: KernelSettings) -> None:
+    try:
+        settings.signing_key()
+    except MissingSecretKey as exc:
+        console.print(f"[red]Refusing to start:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
 @app.command()
 def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
     """Run background jobs (mail delivery, invitation expiry, clean-up). Run as many as you like."""
@@ -141,6 +155,7 @@ def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
 
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
+    _require_signing_key(settings)
     _run(run_worker(settings, _database_url(settings), concurrency=concurrency))
 
 
@@ -159,14 +174,16 @@ def create_admin(
     from tenet.kernel.errors import DomainError
 
     settings = Settings()
+    iam = section(settings, IamSettings)
+    load_all()
 
     async def go() -> tuple[str, bool]:
         db = Database.from_url(_database_url(settings), pool_size=1, max_overflow=0)
         try:
             async with db.unit_of_work() as session:
                 user, created = await service.ensure_administrator(
-                    session, passwords=Passwords(time_cost=settings.password_hash_time_cost,
-                                                 memory_kib=settings.password_hash_memory_kib),
+                    session, passwords=Passwords(time_cost=iam.password_hash_time_cost,
+                                                 memory_kib=iam.password_hash_memory_kib),
                     email=email, password=password, display_name=display_name, now=SystemClock().now(),
                     reset_password=reset_password,
                 )
@@ -186,8 +203,10 @@ def create_admin(
 @invariants_app.command("list")
 def invariants_list() -> None:
     """Print the catalog as a table."""
+    from tenet.domains import load_all
     from tenet.kernel.invariants import all_invariants
 
+    load_all()
     table = Table("id", "statement", "database", "error code")
     for inv in all_invariants():
         table.add_row(inv.id, inv.statement, ", ".join(inv.db) or "-", inv.error_code or "-")
@@ -197,9 +216,11 @@ def invariants_list() -> None:
 @invariants_app.command("export")
 def invariants_export(output: Path = Path("docs/invariants.md")) -> None:
     """Write the catalog (and the state diagrams) as markdown."""
+    from tenet.domains import load_all
     from tenet.kernel.invariants import all_invariants, markdown
     from tenet.kernel.transitions import STATE_MACHINES
 
+    load_all()
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(markdown(all_invariants()), encoding="utf-8")
     diagrams = output.parent / "state-machines.md"
@@ -213,27 +234,39 @@ def invariants_export(output: Path = Path("docs/invariants.md")) -> None:
 @invariants_app.command("check")
 def invariants_check(
     database_url: Annotated[str | None, typer.Option(help="Defaults to DATABASE_URL / embedded")] = None,
+    domain: Annotated[str | None, typer.Option(help="Only this domain's rules (kernel, iam, workspaces, ...)")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds each detector may run")] = 30.0,
 ) -> None:
-    """Run every detector against a live database; exit 1 naming the invariants that do not hold."""
+    """Run the detectors against a live database on one snapshot; exit 1 naming the rules that do not hold
+    (with the count of violating rows and a sample), or whose detector could not finish."""
     from tenet.db.database import make_engine
+    from tenet.domains import domain_names, load_all
     from tenet.kernel.invariants import all_invariants, check
 
+    load_all()
+    if domain is not None and domain not in domain_names():
+        console.print(f"[red]no domain {domain!r}[/red]; one of: {', '.join(domain_names())}")
+        raise typer.Exit(2)
+    selected = all_invariants(domain)
     url = _database_url(Settings(), database_url)
 
     async def go():
         engine = make_engine(url, pool_size=1, max_overflow=0)
         try:
             async with engine.connect() as connection:
-                return await check(connection)
+                return await check(connection, selected, timeout_ms=int(timeout * 1000))
         finally:
             await engine.dispose()
 
     violations = _run(go())
-    total = len(all_invariants())
     if not violations:
-        console.print(f"[green]all {total} invariants hold[/green]")
+        console.print(f"[green]all {len(selected)} invariants hold[/green]")
         return
     for violation in violations:
+        if violation.error:
+            console.print(f"[red]{violation.invariant.id}[/red] unproven ({violation.error}): "
+                          f"{violation.invariant.statement}")
+            continue
         console.print(f"[red]{violation.invariant.id}[/red] {violation.rows} row(s): {violation.invariant.statement}")
         for row in violation.sample:
             console.print(f"    {row}")
@@ -245,6 +278,7 @@ def demo() -> None:
     """Load demo data for every system that has landed (idempotent)."""
     from tenet.demo import load_demo
 
+    load_all()
     settings = Settings()
     summary = _run(load_demo(settings, _database_url(settings)))
     for line in summary:

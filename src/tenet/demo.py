@@ -6,10 +6,11 @@ from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
+from tenet.iam.settings import IamSettings
 from tenet.kernel.audit import Actor
 from tenet.kernel.clock import SystemClock
 from tenet.kernel.pagination import MAX_LIMIT, PageParams
-from tenet.settings import Settings
+from tenet.kernel.settings import KernelSettings, section
 from tenet.workspaces import service as workspaces_service
 from tenet.workspaces.permissions import InvitationRole
 
@@ -27,9 +28,10 @@ DEMO_WORKSPACE_MEMBERS = [("leader@demo.example.com", InvitationRole.ADMIN),
 DEMO_PENDING_INVITATION = "guest@demo.example.com"
 
 
-async def load_demo(settings: Settings, url: str) -> list[str]:
+async def load_demo(settings: KernelSettings, url: str) -> list[str]:
     db = Database.from_url(url, pool_size=1, max_overflow=0)
-    passwords = Passwords(time_cost=settings.password_hash_time_cost, memory_kib=settings.password_hash_memory_kib)
+    iam = section(settings, IamSettings)
+    passwords = Passwords(time_cost=iam.password_hash_time_cost, memory_kib=iam.password_hash_memory_kib)
     now = SystemClock().now()
     lines = []
     try:
@@ -47,7 +49,7 @@ async def load_demo(settings: Settings, url: str) -> list[str]:
     return lines
 
 
-async def _load_workspace_demo(session, settings: Settings, now) -> str:
+async def _load_workspace_demo(session, settings: KernelSettings, now) -> str:
     """A workspace owned by the demo manager, with an admin and a member who joined by invitation and one
     pending invitation (its mail waits in the outbox)."""
     manager = await iam_service.find_user_by_email(session, DEMO_USERS[0][0])

@@ -1,4 +1,11 @@
-"""FastAPI dependencies shared by every domain's routes: the unit of work, the clock, the settings."""
+"""What every domain's routes take from the request: the unit of work (writes), the read path (reads), the
+clock and the settings.
+
+The request path is lean on purpose (issue 8): no synchronous dependency anywhere (FastAPI runs those in a
+thread pool, which cost more than the work), the caller resolved by one dependency (tenet.iam.auth), and
+what a handler can take straight from the request (the read path, the clock) taken without a dependency
+at all: `reads(request)`, `now(request)`.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,8 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.clock import Clock
-from tenet.settings import Settings
+from tenet.kernel.reads import Reads
+from tenet.kernel.settings import KernelSettings
 
 
 async def _session(request: Request) -> AsyncIterator[AsyncSession]:
@@ -20,18 +28,31 @@ async def _session(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
-def _now(request: Request) -> datetime:
+async def _now(request: Request) -> datetime:
     clock: Clock = request.app.state.clock
     return clock.now()
 
 
-def _settings(request: Request) -> Settings:
-    return request.app.state.settings
+async def _settings(request: Request) -> KernelSettings:
+    settings: KernelSettings = request.app.state.settings
+    return settings
 
 
 SessionDep = Annotated[AsyncSession, Depends(_session, scope="function")]
 NowDep = Annotated[datetime, Depends(_now)]
-SettingsDep = Annotated[Settings, Depends(_settings)]
+# The composed settings object; a domain reads its own section with tenet.kernel.settings.section().
+SettingsDep = Annotated[KernelSettings, Depends(_settings)]
+
+
+def reads(request: Request) -> Reads:
+    """The transaction-free read path (tenet.kernel.reads) for GET routes."""
+    handle: Reads = request.app.state.db.reads
+    return handle
+
+
+def now(request: Request) -> datetime:
+    clock: Clock = request.app.state.clock
+    return clock.now()
 
 
 def client_address(request: Request) -> str:

@@ -8,8 +8,9 @@ from fastapi.responses import JSONResponse
 
 from tenet.db.migrate import current_revision, head_revision
 from tenet.kernel import outbox
-from tenet.kernel.errors import PROBLEM_JSON
+from tenet.kernel.errors import ServiceUnavailable
 from tenet.kernel.jobs import count_jobs
+from tenet.kernel.problems import problem_response, request_id_of
 from tenet.observability import render_metrics
 
 router = APIRouter(tags=["operations"])
@@ -28,18 +29,16 @@ async def readyz(request: Request) -> Response:
         async with request.app.state.db.engine.connect() as connection:
             current = await current_revision(connection)
     except Exception as exc:  # any failure to reach the database means "not ready", never a 500
-        return _not_ready("database unreachable", type(exc).__name__)
+        return _not_ready(request, "database unreachable", type(exc).__name__)
     if current != head:
-        return _not_ready("database schema is not at head", f"current={current} head={head}")
+        return _not_ready(request, "database schema is not at head", f"current={current} head={head}")
     return JSONResponse({"status": "ready", "database": "ok", "revision": current})
 
 
-def _not_ready(detail: str, reason: str) -> JSONResponse:
-    return JSONResponse(
-        {"type": "urn:tenet:problem:SERVICE_UNAVAILABLE", "title": "Not ready", "status": 503,
-         "detail": detail, "code": "SERVICE_UNAVAILABLE", "reason": reason},
-        status_code=503, media_type=PROBLEM_JSON, headers={"Retry-After": "1"},
-    )
+def _not_ready(request: Request, detail: str, reason: str) -> Response:
+    error = ServiceUnavailable(detail, headers={"Retry-After": "1"}, reason=reason)
+    error.title = "Not ready"  # type: ignore[misc]  # the probe's own title, kept from the first release
+    return problem_response(error, request_id_of(request.scope))
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response,

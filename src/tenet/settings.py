@@ -1,188 +1,61 @@
-"""Settings from the environment (and `.env`). The names are part of the contract (API.md, "Running it")."""
+"""`Settings`: the kernel's section and every domain's, as one class read from the environment (and `.env`).
+
+The names are part of the contract (API.md, "Running it"). Each section lives with its owner
+(`tenet.kernel.settings.KernelSettings`, `tenet.iam.settings.IamSettings`, ...) and is declared in the
+domain's `Domain`; this module only composes them. Kernel and domain code type against their own section,
+never against this class (see `tenet.kernel.settings.section`); only boundaries import it.
+"""
 
 from __future__ import annotations
 
-import os
-import re
-import secrets
-from dataclasses import dataclass
-from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any
 
-from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings
 
-_UNITS = {
-    "s": 1, "sec": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-}
-_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+)\s*$")
+from tenet.domains import DOMAINS
+from tenet.kernel.settings import SECTION_CONFIG, KernelSettings, Rate, RateSetting, compose, env, section
 
 
-@dataclass(frozen=True)
-class Rate:
-    """`limit` events per `window`, written like `10/15min`, `20/hour` or `120/minute`."""
+class MeetingAttendanceSettings(BaseSettings):
+    """Spec 001's settings, part of the contract already (API.md). They move into the meetings domain's own
+    section (`tenet.meetings.settings`, declared in its `Domain`) when that domain lands."""
 
-    limit: int
-    window: timedelta
+    model_config = SECTION_CONFIG
 
-    @classmethod
-    def parse(cls, text: str) -> Rate:
-        match = _RATE.match(text.lower())
-        if not match or match.group(3) not in _UNITS:
-            raise ValueError(f"not a rate like '10/15min': {text!r}")
-        limit, multiplier, unit = int(match.group(1)), int(match.group(2) or 1), match.group(3)
-        if limit < 1 or multiplier < 1:
-            raise ValueError(f"a rate needs a positive limit and window: {text!r}")
-        return cls(limit=limit, window=timedelta(seconds=multiplier * _UNITS[unit]))
-
-    def __str__(self) -> str:
-        return f"{self.limit}/{int(self.window.total_seconds())}s"
-
-
-def _to_rate(value: Any) -> Rate:
-    return value if isinstance(value, Rate) else Rate.parse(str(value))
-
-
-# NoDecode: the environment holds "10/15min", not JSON.
-RateSetting = Annotated[Rate, NoDecode, BeforeValidator(_to_rate)]
-
-
-def _env(*names: str) -> AliasChoices:
-    return AliasChoices(*names)
-
-
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True, frozen=True)
-
-    # --- database -------------------------------------------------------------------------------
-    database_url: str | None = Field(None, validation_alias=_env("DATABASE_URL", "database_url"))
-    data_dir: Path = Field(Path("./var"), validation_alias=_env("TENET_DATA_DIR", "data_dir"))
-    # Size the pool to the concurrent requests one process serves: connections above pool_size (the
-    # overflow) are closed when returned, and reconnecting per request cost 20% of throughput in the
-    # auth_me bench. Keep processes x (size + overflow) under the server's max_connections.
-    db_pool_size: int = Field(20, ge=1, validation_alias=_env("TENET_DB_POOL_SIZE", "db_pool_size"))
-    db_max_overflow: int = Field(5, ge=0, validation_alias=_env("TENET_DB_MAX_OVERFLOW", "db_max_overflow"))
-    db_pool_timeout_seconds: float = Field(
-        10.0, gt=0, validation_alias=_env("TENET_DB_POOL_TIMEOUT", "db_pool_timeout_seconds")
-    )
-
-    # --- security -------------------------------------------------------------------------------
-    secret_key: SecretStr | None = Field(None, validation_alias=_env("TENET_SECRET_KEY", "secret_key"))
-    access_token_ttl_seconds: int = Field(
-        900, ge=30, validation_alias=_env("TENET_ACCESS_TOKEN_TTL_SECONDS", "access_token_ttl_seconds")
-    )
-    refresh_token_ttl_days: int = Field(
-        30, ge=1, validation_alias=_env("TENET_REFRESH_TOKEN_TTL_DAYS", "refresh_token_ttl_days")
-    )
-    # argon2id cost; the defaults are argon2-cffi's (RFC 9106 "low memory"). Tests lower them for speed.
-    password_hash_time_cost: int = Field(3, ge=1, validation_alias=_env("TENET_PASSWORD_HASH_TIME_COST"))
-    password_hash_memory_kib: int = Field(65536, ge=8, validation_alias=_env("TENET_PASSWORD_HASH_MEMORY_KIB"))
-    login_failure_limit: RateSetting = Field(
-        Rate.parse("10/15min"), validation_alias=_env("TENET_LOGIN_FAILURE_LIMIT", "login_failure_limit")
-    )
-    registration_limit: RateSetting = Field(
-        Rate.parse("20/hour"), validation_alias=_env("TENET_REGISTRATION_LIMIT", "registration_limit")
-    )
     guest_checkin_limit: RateSetting = Field(
-        Rate.parse("120/minute"), validation_alias=_env("TENET_GUEST_CHECKIN_LIMIT", "guest_checkin_limit")
+        Rate.parse("120/minute"), validation_alias=env("TENET_GUEST_CHECKIN_LIMIT", "guest_checkin_limit")
     )
-    # Client addresses come from the socket unless the service sits behind proxies you trust, in which
-    # case uvicorn's --forwarded-allow-ips makes X-Forwarded-For the source (uvicorn does this, not us).
-    max_json_body_bytes: int = Field(
-        1_048_576, ge=1024, validation_alias=_env("TENET_MAX_JSON_BODY_BYTES", "max_json_body_bytes")
-    )
-
-    # --- mail -----------------------------------------------------------------------------------
-    smtp_host: str | None = Field(None, validation_alias=_env("TENET_SMTP_HOST", "smtp_host"))
-    smtp_port: int = Field(25, validation_alias=_env("TENET_SMTP_PORT", "smtp_port"))
-    smtp_username: str | None = Field(None, validation_alias=_env("TENET_SMTP_USERNAME", "smtp_username"))
-    smtp_password: SecretStr | None = Field(None, validation_alias=_env("TENET_SMTP_PASSWORD", "smtp_password"))
-    smtp_starttls: bool = Field(False, validation_alias=_env("TENET_SMTP_STARTTLS", "smtp_starttls"))
-    mail_from: str = Field("Tenet <no-reply@tenet.example>", validation_alias=_env("TENET_MAIL_FROM", "mail_from"))
-
-    # --- business defaults ----------------------------------------------------------------------
-    default_timezone: str = Field(
-        "America/Los_Angeles", validation_alias=_env("TENET_DEFAULT_TIMEZONE", "default_timezone")
-    )
-    public_base_url: str = Field(
-        "http://127.0.0.1:8000", validation_alias=_env("TENET_PUBLIC_BASE_URL", "public_base_url")
-    )
-    invitation_ttl_days: int = Field(7, ge=1, validation_alias=_env("TENET_INVITATION_TTL_DAYS", "invitation_ttl_days"))
-    invitations_per_workspace_per_day: int = Field(
-        100, ge=1, validation_alias=_env("TENET_INVITATIONS_PER_WORKSPACE_PER_DAY", "invitations_per_workspace_per_day")
-    )
-
-    # --- meeting attendance (spec 001) ----------------------------------------------------------
     meeting_attachment_storage_root: Path | None = Field(
-        None, validation_alias=_env("MEETING_ATTACHMENT_STORAGE_ROOT", "meeting_attachment_storage_root")
+        None, validation_alias=env("MEETING_ATTACHMENT_STORAGE_ROOT", "meeting_attachment_storage_root")
     )
     meeting_attachment_max_bytes: int = Field(
-        209_715_200, validation_alias=_env("MEETING_ATTACHMENT_MAX_BYTES", "meeting_attachment_max_bytes")
+        209_715_200, validation_alias=env("MEETING_ATTACHMENT_MAX_BYTES", "meeting_attachment_max_bytes")
     )
     meeting_attachment_physical_delete_days: int = Field(
-        30, validation_alias=_env("MEETING_ATTACHMENT_PHYSICAL_DELETE_DAYS", "meeting_attachment_physical_delete_days")
+        30, validation_alias=env("MEETING_ATTACHMENT_PHYSICAL_DELETE_DAYS", "meeting_attachment_physical_delete_days")
     )
-    graph_tenant_id: str | None = Field(None, validation_alias=_env("GRAPH_TENANT_ID", "graph_tenant_id"))
-    graph_client_id: str | None = Field(None, validation_alias=_env("GRAPH_CLIENT_ID", "graph_client_id"))
+    graph_tenant_id: str | None = Field(None, validation_alias=env("GRAPH_TENANT_ID", "graph_tenant_id"))
+    graph_client_id: str | None = Field(None, validation_alias=env("GRAPH_CLIENT_ID", "graph_client_id"))
     graph_client_secret: SecretStr | None = Field(
-        None, validation_alias=_env("GRAPH_CLIENT_SECRET", "graph_client_secret")
-    )
+        None, validation_alias=env("GRAPH_CLIENT_SECRET", "graph_client_secret"))
     graph_notification_client_state: SecretStr | None = Field(
-        None, validation_alias=_env("GRAPH_NOTIFICATION_CLIENT_STATE", "graph_notification_client_state")
+        None, validation_alias=env("GRAPH_NOTIFICATION_CLIENT_STATE", "graph_notification_client_state")
     )
     graph_base_url: str = Field(
-        "https://graph.microsoft.com/v1.0", validation_alias=_env("GRAPH_BASE_URL", "graph_base_url")
+        "https://graph.microsoft.com/v1.0", validation_alias=env("GRAPH_BASE_URL", "graph_base_url")
     )
     graph_authority_url: str = Field(
-        "https://login.microsoftonline.com", validation_alias=_env("GRAPH_AUTHORITY_URL", "graph_authority_url")
+        "https://login.microsoftonline.com", validation_alias=env("GRAPH_AUTHORITY_URL", "graph_authority_url")
     )
 
-    # --- operations -----------------------------------------------------------------------------
-    log_level: str = Field("INFO", validation_alias=_env("TENET_LOG_LEVEL", "log_level"))
-    log_format: str = Field("json", pattern="^(json|console)$", validation_alias=_env("TENET_LOG_FORMAT", "log_format"))
 
-    @field_validator("secret_key")
-    @classmethod
-    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
-        # HS256 with a short key is brute-forceable (RFC 7518 §3.2 asks for at least 256 bits).
-        if value is not None and len(value.get_secret_value()) < 32:
-            raise ValueError("TENET_SECRET_KEY must be at least 32 characters")
-        return value
+Settings = compose([*(domain.settings for domain in DOMAINS if domain.settings), MeetingAttendanceSettings])
 
-    @property
-    def uses_embedded_database(self) -> bool:
-        return not self.database_url
-
-    @property
-    def pgdata_dir(self) -> Path:
-        return self.data_dir.resolve() / "pgdata"
-
-    def signing_key(self) -> str:
-        """The JWT signing key: TENET_SECRET_KEY, or (development only) one generated into the data dir."""
-        if self.secret_key is not None:
-            return self.secret_key.get_secret_value()
-        path = self.data_dir.resolve() / "secret_key"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Write aside, then hard-link into place: when several processes start at once exactly one
-            # key wins and nobody ever reads a half-written file.
-            scratch = path.with_name(f"secret_key.{os.getpid()}.tmp")
-            scratch.write_text(secrets.token_urlsafe(48), encoding="ascii")
-            scratch.chmod(0o600)
-            try:
-                os.link(scratch, path)
-            except FileExistsError:
-                pass
-            finally:
-                scratch.unlink()
-        return path.read_text(encoding="ascii").strip()
+__all__ = ["KernelSettings", "Rate", "Settings", "get_settings", "section"]
 
 
 @lru_cache
-def get_settings() -> Settings:
+def get_settings() -> KernelSettings:
     return Settings()

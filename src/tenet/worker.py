@@ -1,4 +1,4 @@
-"""`tenet worker`: procrastinate workers on the service's own database."""
+"""`tenet worker`: procrastinate workers on the service's own database, running every domain's jobs."""
 
 from __future__ import annotations
 
@@ -7,37 +7,44 @@ import logging
 import procrastinate
 
 from tenet.db.database import Database, libpq_url
-from tenet.kernel import tasks as kernel_tasks
+from tenet.domains import load_all
 from tenet.kernel.clock import Clock, SystemClock
-from tenet.kernel.jobs import JobRuntime, install_runtime
-from tenet.settings import Settings
-from tenet.workspaces import tasks as workspace_tasks
+from tenet.kernel.jobs import JobRuntime, runtime_context
+from tenet.kernel.settings import KernelSettings
 
 log = logging.getLogger(__name__)
 
-BLUEPRINTS: dict[str, procrastinate.Blueprint] = {
-    "kernel": kernel_tasks.blueprint,
-    "workspace": workspace_tasks.blueprint,
-}
+
+def blueprints() -> dict[str, procrastinate.Blueprint]:
+    """Each domain's blueprint under its name (task names become `<domain>:<job>`)."""
+    found = {domain.name: domain.blueprint for domain in load_all() if domain.blueprint is not None}
+    names: dict[str, str] = {}
+    for namespace, blueprint in found.items():
+        for task_name in blueprint.tasks:
+            if task_name in names:
+                # Queueing locks of periodic jobs are named after the job: keep job names unique.
+                raise ValueError(f"job {task_name} is declared by both {names[task_name]} and {namespace}")
+            names[task_name] = namespace
+    return found
 
 
 def build_job_app(url: str) -> procrastinate.App:
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_url(url)))
-    for namespace, blueprint in BLUEPRINTS.items():
+    for namespace, blueprint in blueprints().items():
         app.add_tasks_from(blueprint, namespace=namespace)
     return app
 
 
-async def run_worker(settings: Settings, url: str, *, concurrency: int = 4, wait: bool = True,
+async def run_worker(settings: KernelSettings, url: str, *, concurrency: int = 4, wait: bool = True,
                      clock: Clock | None = None) -> None:
     db = Database.from_url(url, pool_size=max(2, concurrency), max_overflow=2, application_name="tenet-worker")
-    install_runtime(JobRuntime(settings=settings, db=db, clock=clock or SystemClock()))
+    runtime = JobRuntime(db=db, clock=clock or SystemClock(), settings=settings)
     app = build_job_app(url)
     try:
         async with app.open_async():
             log.info("worker started", extra={"concurrency": concurrency, "tasks": sorted(app.tasks)})
-            await app.run_worker_async(concurrency=concurrency, wait=wait, install_signal_handlers=wait)
+            await app.run_worker_async(concurrency=concurrency, wait=wait, install_signal_handlers=wait,
+                                       additional_context=runtime_context(runtime))
     finally:
-        install_runtime(None)
         await db.dispose()
         log.info("worker stopped")

@@ -10,10 +10,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 
-import tenet.models  # noqa: F401
 from tenet.db import migrate
-from tenet.db.base import APP_SCHEMAS, Base
+from tenet.db.base import Base
 from tenet.db.migrate import MIGRATIONS_DIR
+from tests.conftest import APP_SCHEMAS
 
 FILE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}-\d{4}_[a-z0-9_]+\.py$")
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import tenet.app
-import tenet.models  # noqa: F401
+import tenet.app  # noqa: F401  (the HTTP layer's own errors)
+from tenet.domains import load_all
 from tenet.kernel.errors import ERROR_REGISTRY, DomainError
+
+load_all()
 
 KNOWN = Path(__file__).with_name("known_error_codes.txt")
 

@@ -68,8 +68,6 @@ def test_catalog_in_docs_is_up_to_date():
 
 
 def test_state_machine_diagrams_in_docs_are_up_to_date():
-    import tenet.models  # noqa: F401
-
     document = (ROOT / "docs" / "state-machines.md").read_text(encoding="utf-8")
     for machine in STATE_MACHINES.values():
         if machine.name.startswith("test."):

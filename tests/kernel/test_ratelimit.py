@@ -9,7 +9,7 @@ import pytest
 
 from tenet.app import create_app
 from tenet.db.database import Database, make_engine
-from tenet.settings import Rate
+from tenet.kernel.settings import Rate
 from tests.conftest import test_settings
 from tests.support.users import PASSWORD
 

@@ -1,4 +1,4 @@
-"""Declared state machines and the conditional-transition helper."""
+"""Declared state machines, the one conditional-transition primitive, and ordered row locks."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import Integer, MetaData, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from tenet.kernel.errors import Conflict, NotFound
-from tenet.kernel.transitions import Transition, apply_transition, declare
+from tenet.kernel.errors import Conflict, NotFound, StateConflict, VersionConflict
+from tenet.kernel.transitions import Refusal, Transition, declare, lock_rows, transition
 
 
 class _Base(DeclarativeBase):
@@ -39,8 +39,11 @@ TICKET = declare(
 )
 
 
-def conflict(current: str) -> Conflict:
-    return Conflict(f"ticket is {current}", current_status=current)
+def conflict(refusal: Refusal[Ticket]) -> Conflict | NotFound:
+    if refusal.reason == "missing":
+        return NotFound()
+    return Conflict(f"ticket is {refusal.status} ({refusal.reason})", current_status=refusal.status,
+                    reason=refusal.reason, current_version=refusal.version)
 
 
 @pytest.fixture
@@ -56,8 +59,7 @@ async def ticket(db):
 
 async def move(db, ticket_id, name, **kwargs):
     async with db.unit_of_work() as session:
-        return await apply_transition(session, TICKET, name, model=Ticket, id=ticket_id, conflict=conflict,
-                                      not_found=NotFound, version_attr="version", **kwargs)
+        return await transition(session, TICKET, name, model=Ticket, id=ticket_id, refuse=conflict, **kwargs)
 
 
 async def test_a_declared_transition_moves_the_row_and_bumps_the_version(db, ticket):
@@ -72,9 +74,62 @@ async def test_leaving_a_terminal_state_is_a_stable_conflict(db, ticket):
     assert raised.value.data["current_status"] == "DONE"
 
 
-async def test_a_stale_version_is_a_conflict(db, ticket):
-    with pytest.raises(Conflict):
+async def test_a_stale_version_is_told_apart_from_a_wrong_state(db, ticket):
+    with pytest.raises(Conflict) as raised:
         await move(db, ticket, "finish", expected_version=7)
+    assert raised.value.data == {"current_status": "OPEN", "reason": "version", "current_version": 1}
+    await move(db, ticket, "finish", expected_version=1)
+    with pytest.raises(Conflict) as raised:
+        await move(db, ticket, "cancel", expected_version=2)
+    assert raised.value.data["reason"] == "state"
+
+
+async def test_a_failed_precondition_hands_the_current_row_to_the_error(db, ticket):
+    seen = []
+
+    def refuse(refusal: Refusal[Ticket]) -> Conflict:
+        seen.append(refusal)
+        return Conflict()
+
+    async with db.unit_of_work() as session:
+        with pytest.raises(Conflict):
+            await transition(session, TICKET, "finish", model=Ticket, id=ticket, where=(Ticket.status == "NEVER",),
+                             refuse=refuse)
+    assert seen[0].reason == "precondition" and seen[0].current.id == ticket and seen[0].current.version == 1
+
+
+async def test_the_default_refusals_are_kernel_errors(db, ticket):
+    async with db.unit_of_work() as session:
+        with pytest.raises(VersionConflict) as version:
+            await transition(session, TICKET, "finish", model=Ticket, id=ticket, expected_version=3)
+        assert version.value.data == {"current_version": 1}
+        await transition(session, TICKET, "finish", model=Ticket, id=ticket)
+        with pytest.raises(StateConflict) as state:
+            await transition(session, TICKET, "cancel", model=Ticket, id=ticket)
+        assert state.value.data == {"current_status": "DONE", "transition": "cancel"}
+        with pytest.raises(NotFound):
+            await transition(session, TICKET, "cancel", model=Ticket, id=uuid.uuid4())
+
+
+async def test_the_set_form_moves_only_rows_in_a_source_state(db, ticket):
+    other = uuid.uuid4()
+    async with db.unit_of_work() as session:
+        await session.execute(text("INSERT INTO kernel.ticket_for_transition_tests VALUES (:id, 'DONE', 4)"),
+                              {"id": other})
+        moved = await transition(session, TICKET, "cancel", model=Ticket,
+                                 where=(Ticket.id.in_([ticket, other]),))
+    assert [(t.id, t.status, t.version) for t in moved] == [(ticket, "CANCELLED", 2)]
+
+
+async def test_lock_rows_locks_existing_rows_in_id_order(db, ticket):
+    ids = sorted([uuid.uuid4() for _ in range(3)])
+    async with db.unit_of_work() as session:
+        for ticket_id in ids:
+            await session.execute(text("INSERT INTO kernel.ticket_for_transition_tests VALUES (:id, 'OPEN', 1)"),
+                                  {"id": ticket_id})
+        locked = await lock_rows(session, Ticket, [ids[2], uuid.uuid4(), ids[0], ids[1], ids[0]])
+        assert locked == ids
+        assert await lock_rows(session, Ticket, []) == []
 
 
 async def test_a_missing_row_is_not_found(db, ticket):

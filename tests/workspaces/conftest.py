@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from tenet.db.database import Database
 from tenet.iam.tokens import digest
-from tenet.kernel.jobs import JobRuntime, install_runtime
+from tenet.kernel.jobs import JobRuntime
 from tests.support.invariants import assert_invariants_hold
 from tests.support.users import TestUser, UserFactory
 
@@ -163,8 +163,5 @@ async def add_member(ws: WorkspaceApi, db: Database, users: UserFactory, owner: 
 
 @pytest.fixture
 def job_runtime(settings, db: Database, clock) -> Iterator[JobRuntime]:
-    """Install the runtime the procrastinate task bodies read, on the rolled-back test database."""
-    runtime = JobRuntime(settings=settings, db=db, clock=clock)
-    install_runtime(runtime)
-    yield runtime
-    install_runtime(None)
+    """The runtime jobs get from the worker, on the rolled-back test database (for `run_now`)."""
+    yield JobRuntime(db=db, clock=clock, settings=settings)

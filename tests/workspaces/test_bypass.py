@@ -98,10 +98,11 @@ class TestDatabaseRefusesIllegalRows:
 
     @pytest.mark.invariant("WS-INV-09")
     async def test_deleted_workspace_revived(self, ws, owner, workspace_id, db, job_runtime):
+        from tenet.kernel.jobs import run_now
         from tenet.workspaces import tasks
 
         await ws.delete(owner, workspace_id)
-        await tasks.finish_workspace_deletions(timestamp=0)
+        await run_now(tasks.finish_workspace_deletions, job_runtime, timestamp=0)
         name = await _refused(db, (
             "UPDATE workspace.workspace SET status = 'ACTIVE', deleted_at = NULL, deletion_requested_at = NULL "
             "WHERE id = :id", {"id": workspace_id}))

@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from tenet.worker import BLUEPRINTS, build_job_app
+from tenet.kernel.jobs import run_now
+from tenet.worker import blueprints, build_job_app
 from tenet.workspaces import tasks
 from tests.workspaces.conftest import code, token_for, ws_invariants_hold
 
@@ -30,7 +31,7 @@ class TestExpireInvitationsJob:
         revoked = await ws.invite_ok(owner, workspace_id, "revoked@example.com")
         await ws.revoke(owner, revoked)
         clock.advance(timedelta(days=5))  # the first is 7 days old now; the others 5
-        assert await tasks.expire_invitations(timestamp=0) == 1
+        assert await run_now(tasks.expire_invitations, job_runtime, timestamp=0) == 1
         statuses = await _statuses(db)
         assert statuses[invitee.email] == "EXPIRED"
         assert statuses["later@example.com"] == "PENDING"
@@ -41,7 +42,7 @@ class TestExpireInvitationsJob:
             audit = (await session.execute(text(
                 "SELECT actor_type, data FROM kernel.audit_log WHERE action = 'workspace.invitation.expired'"))).all()
         assert [tuple(a) for a in audit] == [("system", {})]
-        assert await tasks.expire_invitations(timestamp=0) == 0
+        assert await run_now(tasks.expire_invitations, job_runtime, timestamp=0) == 0
         await ws_invariants_hold(db)
 
     @pytest.mark.invariant("WS-INV-04")
@@ -58,15 +59,15 @@ class TestExpireInvitationsJob:
     async def test_expired_invitation_stays_expired(self, ws, owner, workspace_id, db, clock, job_runtime):
         invitation_id = await ws.invite_ok(owner, workspace_id, "p@example.com")
         clock.advance(timedelta(days=8))
-        await tasks.expire_invitations(timestamp=0)
+        await run_now(tasks.expire_invitations, job_runtime, timestamp=0)
         assert code(await ws.revoke(owner, invitation_id)) == "INVITATION_EXPIRED"
         assert code(await ws.resend(owner, invitation_id)) == "INVITATION_EXPIRED"
 
 
 class TestWorkerRegistration:
     def test_blueprint_is_registered_under_workspace(self):
-        assert BLUEPRINTS["workspace"] is tasks.blueprint
+        assert blueprints()["workspaces"] is tasks.blueprint
         app = build_job_app("postgresql://tenet@localhost/unused")
-        assert {"workspace:expire_invitations", "workspace:finish_workspace_deletions"} <= set(app.tasks)
+        assert {"workspaces:expire_invitations", "workspaces:finish_workspace_deletions"} <= set(app.tasks)
         periodic = {name for name, _periodic_id in app.periodic_registry.periodic_tasks}
-        assert {"workspace:expire_invitations", "workspace:finish_workspace_deletions"} <= periodic
+        assert {"workspaces:expire_invitations", "workspaces:finish_workspace_deletions"} <= periodic

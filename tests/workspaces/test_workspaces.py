@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
+from tenet.kernel.jobs import run_now
 from tenet.workspaces import tasks
 from tests.workspaces.conftest import add_member, code, token_for, ws_invariants_hold
 
@@ -173,7 +174,7 @@ class TestDeleteWorkspace:
         member = await add_member(ws, db, users, owner, workspace_id)
         untouched = await ws.create_ok(owner, "Kept")
         await ws.delete(owner, workspace_id)
-        assert await tasks.finish_workspace_deletions(timestamp=0) == 1
+        assert await run_now(tasks.finish_workspace_deletions, job_runtime, timestamp=0) == 1
         assert code(await ws.get(owner, workspace_id)) == "WORKSPACE_NOT_FOUND"
         assert code(await ws.get(member, workspace_id)) == "WORKSPACE_NOT_FOUND"
         assert [w["id"] for w in (await ws.list(owner)).json()["items"]] == [untouched]
@@ -184,5 +185,5 @@ class TestDeleteWorkspace:
         assert statuses == ["CLOSED"]
         (row,) = await _audit(db, "workspace.deleted")
         assert row["actor_id"] is None and row["data"] == {"closed_memberships": 2}
-        assert await tasks.finish_workspace_deletions(timestamp=0) == 0
+        assert await run_now(tasks.finish_workspace_deletions, job_runtime, timestamp=0) == 0
         await ws_invariants_hold(db)

@@ -19,11 +19,6 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-# The PostgreSQL schemas owned by Tenet, one per package (ARCHITECTURE.md). Migrations create them;
-# the RLS baseline test walks them.
-APP_SCHEMAS = ("kernel", "iam", "workspace")
-
-
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {

@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from tenet.kernel.reads import BoundReads, PooledReads, Reads
+
 log = logging.getLogger(__name__)
 
 AfterCommit = Callable[[], Awaitable[Any]]
@@ -61,13 +63,22 @@ def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10, pool_t
 
 
 class Database:
-    """An engine plus the session factory bound to it (or, in tests, to one open connection)."""
+    """An engine and its units of work, plus the transaction-free read path (`reads`); in tests both are
+    bound to one open connection whose transaction is rolled back."""
 
-    def __init__(self, engine: AsyncEngine, *, bind: AsyncConnection | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, *, bind: AsyncConnection | None = None, read_pool_size: int = 4,
+                 read_timeout: float = 10.0) -> None:
         self.engine = engine
+        self.reads: Reads
         if bind is None:
             self._sessions = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+            self._pooled_reads: PooledReads | None = PooledReads(
+                libpq_url(engine.url.render_as_string(hide_password=False)), size=read_pool_size,
+                timeout=read_timeout)
+            self.reads = self._pooled_reads
         else:
+            self._pooled_reads = None
+            self.reads = BoundReads(bind)
             # Tests: every unit of work becomes a SAVEPOINT inside the test's outer transaction, which
             # is rolled back at the end of the test.
             self._sessions = async_sessionmaker(
@@ -76,8 +87,9 @@ class Database:
             )
 
     @classmethod
-    def from_url(cls, url: str, **engine_options: Any) -> Database:
-        return cls(make_engine(url, **engine_options))
+    def from_url(cls, url: str, *, read_pool_size: int = 4, **engine_options: Any) -> Database:
+        return cls(make_engine(url, **engine_options), read_pool_size=read_pool_size,
+                   read_timeout=engine_options.get("pool_timeout", 10.0))
 
     @asynccontextmanager
     async def unit_of_work(self) -> AsyncIterator[AsyncSession]:
@@ -129,4 +141,6 @@ class Database:
             await connection.execute(text("SELECT 1"))
 
     async def dispose(self) -> None:
+        if self._pooled_reads is not None:
+            await self._pooled_reads.close()
         await self.engine.dispose()

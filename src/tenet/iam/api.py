@@ -10,10 +10,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request, Response, status
 
-from tenet.deps import NowDep, SessionDep, SettingsDep, client_address
+from tenet.deps import NowDep, SessionDep, SettingsDep, client_address, reads
 from tenet.iam import errors, service
 from tenet.iam.auth import CurrentPrincipal, require
-from tenet.iam.permissions import ROLE_DESCRIPTIONS, ROLE_PERMISSIONS, Permission, Role
+from tenet.iam.permissions import ROLE_DESCRIPTIONS, Permission, Role
 from tenet.iam.principal import Principal
 from tenet.iam.schemas import (
     ApiClientCreate,
@@ -28,11 +28,15 @@ from tenet.iam.schemas import (
     UserRead,
     UserRegister,
 )
+from tenet.iam.settings import IamSettings
+from tenet.kernel import permissions as permission_catalog
 from tenet.kernel.audit import Actor
 from tenet.kernel.emails import normalize_email
-from tenet.kernel.http import API_PREFIX, TenetRoute, problem_responses
+from tenet.kernel.http import API_PREFIX, TenetRoute, json_response, problem_responses
+from tenet.kernel.idempotency import not_idempotent
 from tenet.kernel.pagination import Page, PageParams, page_params
-from tenet.kernel.ratelimit import RateLimiter
+from tenet.kernel.ratelimit import RateLimiter, release_in, reset_in
+from tenet.kernel.settings import section
 
 # Routers carry their full path (not a prefix added at inclusion), so a matched route's template is the
 # whole path for metrics and logs whatever FastAPI does with included routers.
@@ -64,7 +68,8 @@ def _limiter(request: Request) -> RateLimiter:
 )
 async def register(body: UserRegister, request: Request, session: SessionDep, settings: SettingsDep,
                    now: NowDep) -> UserRead:
-    await _limiter(request).consume(f"register:ip:{client_address(request)}", settings.registration_limit, now,
+    await _limiter(request).consume(f"register:ip:{client_address(request)}",
+                                    section(settings, IamSettings).registration_limit, now,
                                     "registrations from this address")
     user = await service.create_user(
         session, passwords=request.app.state.passwords, email=body.email, password=body.password,
@@ -91,15 +96,17 @@ def _basic_client_credentials(request: Request) -> tuple[str, str] | None:
     description=(
         "Form-encoded (RFC 6749). `grant_type=password` with `username` (the email) and `password`; "
         "`grant_type=client_credentials` with `client_id` and `client_secret` (or HTTP Basic); "
-        "`grant_type=refresh_token` with `refresh_token`. Failed sign-ins are rate limited per account "
-        "and per client address. `Idempotency-Key` is ignored here: token answers are never stored."
+        "`grant_type=refresh_token` with `refresh_token`. Sign-ins are rate limited per account and per client "
+        "address (`TENET_LOGIN_FAILURE_LIMIT`): each attempt takes a slot before the password is checked, a "
+        "successful one gives it back, and at the limit the answer is 429 with `Retry-After` whatever the "
+        "password. `Idempotency-Key` is ignored here: token answers are never stored."
     ),
     responses=problem_responses(400, 401, 422, 429),
 )
+@not_idempotent
 async def token(
     request: Request,
     response: Response,
-    session: SessionDep,
     settings: SettingsDep,
     now: NowDep,
     grant_type: Annotated[str, Form(max_length=64)],
@@ -110,43 +117,49 @@ async def token(
     refresh_token: Annotated[str | None, Form(max_length=200)] = None,
     scope: Annotated[str | None, Form(max_length=500)] = None,
 ) -> TokenResponse:
+    # A boundary of its own: each step opens (and ends) what it needs, so no connection is held while
+    # argon2 runs and no request ever holds two pooled connections at once.
     response.headers.update(NO_STORE)
     state = request.app.state
-    refresh_ttl = timedelta(days=settings.refresh_token_ttl_days)
+    iam = section(settings, IamSettings)
+    refresh_ttl = timedelta(days=iam.refresh_token_ttl_days)
     if grant_type == "password":
         if not username or password is None:
             raise errors.InvalidCredentials("username and password are required for the password grant")
-        limiter = _limiter(request)
-        buckets = [f"login:account:{normalize_email(username)}", f"login:ip:{client_address(request)}"]
-        failures = await limiter.check(buckets, settings.login_failure_limit, now, "failed sign-ins")
-        try:
-            user = await service.authenticate_password(session, passwords=state.passwords, email=username,
-                                                       password=password, now=now)
-        except errors.InvalidCredentials:
-            for bucket in buckets:
-                await limiter.hit(bucket, settings.login_failure_limit, now)
-            raise
-        if failures[buckets[0]]:
-            await limiter.reset(buckets[0], settings.login_failure_limit, now)
-        return await service.issue_user_tokens(session, user_id=user.id, access_tokens=state.access_tokens,
-                                               refresh_ttl=refresh_ttl, now=now)
+        limit = iam.login_failure_limit
+        account_bucket, address_bucket = f"login:account:{normalize_email(username)}", \
+            f"login:ip:{client_address(request)}"
+        await _limiter(request).attempt([account_bucket, address_bucket], limit, now, "failed sign-ins")
+        user_id, new_hash = await service.verify_password(reads(request), passwords=state.passwords,
+                                                          email=username, password=password)
+        async with state.db.unit_of_work() as session:
+            user = await service.record_sign_in(session, user_id=user_id, new_hash=new_hash, now=now)
+            # The owner proved themselves: the account's failures are forgotten, and this attempt's slot
+            # of the address is given back (only failures count against a shared address).
+            await reset_in(session, account_bucket, limit, now)
+            await release_in(session, address_bucket, limit, now)
+            return await service.issue_user_tokens(session, user=user, access_tokens=state.access_tokens,
+                                                   refresh_ttl=refresh_ttl, now=now)
     if grant_type == "client_credentials":
         basic = _basic_client_credentials(request)
         if basic:
             client_id, client_secret = basic
         if not client_id or not client_secret:
             raise errors.InvalidClient("client_id and client_secret are required")
-        client = await service.authenticate_client(session, client_id=client_id, client_secret=client_secret)
+        api_client_id, scopes = await service.authenticate_client(reads(request), client_id=client_id,
+                                                                  client_secret=client_secret)
         return TokenResponse(
-            access_token=state.access_tokens.issue(subject=client.id, kind="client", now=now,
-                                                   scopes=tuple(client.scopes)),
-            expires_in=int(state.access_tokens.ttl.total_seconds()), scope=" ".join(client.scopes) or None,
+            access_token=state.access_tokens.issue(subject=api_client_id, kind="client", now=now,
+                                                   scopes=tuple(scopes)),
+            expires_in=int(state.access_tokens.ttl.total_seconds()), scope=" ".join(scopes) or None,
         )
     if grant_type == "refresh_token":
         if not refresh_token:
             raise errors.InvalidRefreshToken("refresh_token is required")
-        return await service.rotate_refresh_token(session, refresh_token=refresh_token,
-                                                  access_tokens=state.access_tokens, refresh_ttl=refresh_ttl, now=now)
+        async with state.db.unit_of_work() as session:
+            return await service.rotate_refresh_token(session, refresh_token=refresh_token,
+                                                      access_tokens=state.access_tokens, refresh_ttl=refresh_ttl,
+                                                      now=now)
     raise errors.UnsupportedGrantType(f"grant_type {grant_type!r} is not supported")
 
 
@@ -157,34 +170,36 @@ async def token(
                 "its whole family (every session started by that sign-in).",
     responses=problem_responses(401, 422),
 )
+@not_idempotent
 async def refresh(body: RefreshRequest, request: Request, response: Response, session: SessionDep,
                   settings: SettingsDep, now: NowDep) -> TokenResponse:
     response.headers.update(NO_STORE)
     return await service.rotate_refresh_token(
         session, refresh_token=body.refresh_token, access_tokens=request.app.state.access_tokens,
-        refresh_ttl=timedelta(days=settings.refresh_token_ttl_days), now=now,
+        refresh_ttl=timedelta(days=section(settings, IamSettings).refresh_token_ttl_days), now=now,
     )
 
 
 @auth_router.post("/revoke", status_code=status.HTTP_204_NO_CONTENT,
                   summary="Sign out: revoke a refresh token's family",
                   responses=problem_responses(422))
+@not_idempotent
 async def revoke(body: RefreshRequest, session: SessionDep, now: NowDep) -> None:
     await service.revoke_refresh_token(session, refresh_token=body.refresh_token, now=now)
 
 
 @auth_router.get("/me", response_model=MeRead, summary="Who am I: user or API client, roles, permissions",
                  responses=problem_responses(401))
-async def me(principal: CurrentPrincipal, session: SessionDep) -> MeRead:
+async def me(principal: CurrentPrincipal, request: Request) -> Response:
     if principal.kind == "user" and principal.profile is not None:
         profile, roles = principal.profile, sorted(principal.roles)
         user = UserRead(id=principal.id, email=profile.email, display_name=profile.display_name,
                         status=profile.status, roles=roles, created_at=profile.created_at)
-        return MeRead(principal_type="user", user=user, roles=roles, permissions=sorted(principal.permissions),
-                      scopes=[])
-    client = await service.get_api_client(session, principal.id)
-    return MeRead(principal_type="client", client=ApiClientRead.model_validate(client), roles=[], permissions=[],
-                  scopes=sorted(principal.scopes))
+        return json_response(MeRead(principal_type="user", user=user, roles=roles,
+                                    permissions=sorted(principal.permissions), scopes=[]))
+    client = await service.read_api_client(reads(request), principal.id)
+    return json_response(MeRead(principal_type="client", client=client, roles=[], permissions=[],
+                                scopes=sorted(principal.scopes)))
 
 
 # --- /iam (administration) ---------------------------------------------------------------------------
@@ -256,7 +271,7 @@ async def enable_user(user_id: uuid.UUID, admin: ManageUsers, session: SessionDe
 @admin_router.get("/roles", response_model=list[RoleRead], summary="The system roles and their permission points")
 async def list_roles(_: ReadUsers) -> list[RoleRead]:
     return [RoleRead(name=r.value, description=ROLE_DESCRIPTIONS[r],
-                     permissions=sorted(p.value for p in ROLE_PERMISSIONS[r])) for r in Role]
+                     permissions=sorted(permission_catalog.points_of_role(r.value))) for r in Role]
 
 
 @admin_router.post("/api-clients", status_code=status.HTTP_201_CREATED, response_model=ApiClientCreated,
@@ -287,4 +302,8 @@ async def delete_api_client(api_client_id: uuid.UUID, admin: ManageClients, sess
     await service.revoke_api_client(session, api_client_id=api_client_id, now=now, actor=admin.actor)
 
 
-routers = (auth_router, admin_router)
+ROUTERS = (auth_router, admin_router)
+OPENAPI_TAGS = (
+    {"name": "auth", "description": "Registration, tokens, who am I"},
+    {"name": "iam", "description": "Users, roles and API clients (administrators)"},
+)

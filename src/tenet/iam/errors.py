@@ -21,6 +21,7 @@ class IamErrorCode(StrEnum):
     API_CLIENT_NOT_FOUND = "API_CLIENT_NOT_FOUND"
     LAST_ADMINISTRATOR = "LAST_ADMINISTRATOR"
     USER_STATE_CONFLICT = "USER_STATE_CONFLICT"
+    ACCOUNT_NOT_ACTIVE = "ACCOUNT_NOT_ACTIVE"
 
 
 class EmailInvalid(DomainError):
@@ -99,3 +100,10 @@ class UserStateConflict(DomainError):
     """The account is not in a state this change applies to (enabling an active account, say)."""
 
     status, code, title = 409, IamErrorCode.USER_STATE_CONFLICT, "The account is not in a state that allows this"
+
+
+class AccountNotActive(DomainError):
+    """A command needs an active account (to join a workspace, to receive ownership ...) and this one is
+    disabled or deleted: decided under the account's row lock, so a concurrent deletion cannot slip in."""
+
+    status, code, title = 409, IamErrorCode.ACCOUNT_NOT_ACTIVE, "The account is not active"

@@ -28,6 +28,7 @@ class UserAccount(Base):
                         name="email_normalized_trimmed"),
         # IAM-INV-03: only argon2id hashes are ever stored.
         CheckConstraint("password_hash LIKE '$argon2id$%'", name="password_hash_argon2id"),
+        CheckConstraint("token_epoch >= 0", name="token_epoch_non_negative"),
         # IAM-INV-01: one live account per normalised email.
         Index("uq_user_account_email_live", "email_normalized", unique=True,
               postgresql_where=text("status <> 'deleted'")),
@@ -41,6 +42,9 @@ class UserAccount(Base):
     display_name: Mapped[str] = mapped_column(Text)
     password_hash: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(Text, server_default=text("'active'"))
+    # Access tokens carry the epoch they were issued in; disabling the account moves it on, so every token
+    # issued before stays dead even after the account is enabled again.
+    token_epoch: Mapped[int] = mapped_column(server_default=text("0"), default=0)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     deleted_at: Mapped[datetime | None]
@@ -116,6 +120,8 @@ class RefreshToken(Base):
         Index("uq_refresh_token_family_live", "family_id", unique=True,
               postgresql_where=text("used_at IS NULL AND revoked_at IS NULL")),
         Index("ix_refresh_token_user_id", "user_id"),
+        # The principal query asks, per request, whether the token's sign-in (family) was revoked.
+        Index("ix_refresh_token_family_id_revoked", "family_id", postgresql_where=text("revoked_at IS NOT NULL")),
         CheckConstraint("token_digest ~ '^sha256:[0-9a-f]{64}$'", name="token_is_digest"),
         {"schema": SCHEMA},
     )

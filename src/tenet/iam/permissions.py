@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from tenet.kernel.permissions import PermissionPoint
+
 
 class Role(StrEnum):
     ADMINISTRATOR = "Administrator"
@@ -77,6 +79,14 @@ ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
 }
 
 DEFAULT_ROLES: tuple[Role, ...] = (Role.EMPLOYEE,)
+
+# Identity's declaration of the points above (tenet.iam.domain). The meeting and reservation points are
+# declared here until their domains land; each then declares its own points and these move with it.
+POINTS: tuple[PermissionPoint, ...] = tuple(
+    PermissionPoint(name=point.value, description=point.name.replace("_", " ").capitalize(),
+                    granted_to=frozenset(role.value for role, points in ROLE_PERMISSIONS.items() if point in points))
+    for point in Permission
+)
 
 
 class Scope(StrEnum):

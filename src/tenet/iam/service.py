@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -11,18 +11,20 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import errors, lifecycles
+from tenet.iam.events import AccountCreated, AccountDeleted
 from tenet.iam.models import ApiClient, RefreshToken, UserAccount, UserRole
 from tenet.iam.passwords import Passwords, password_problems
 from tenet.iam.permissions import DEFAULT_ROLES, Role, Scope
 from tenet.iam.principal import Principal, UserProfile
-from tenet.iam.schemas import TokenResponse
+from tenet.iam.schemas import ApiClientRead, TokenResponse
 from tenet.iam.tokens import AccessClaims, AccessTokens, digest, new_client_id, new_secret
-from tenet.kernel import audit
+from tenet.kernel import audit, events
 from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean_email, normalize_email
 from tenet.kernel.pagination import PageParams, keyset_page
-from tenet.kernel.transitions import apply_transition
+from tenet.kernel.reads import Reads
+from tenet.kernel.transitions import Refusal, lock_rows, transition
 
 USER_EMAIL_INDEX = "uq_user_account_email_live"
 
@@ -35,20 +37,6 @@ class UserSummary:
     email: str
     display_name: str
     status: str
-
-
-# Other domains' steps that must happen in the transaction that deletes an account (ending memberships,
-# or refusing when the account is still needed, such as the last owner of a workspace). Identity does
-# not import the domains; they register here at import time.
-UserDeletionHook = Callable[..., Awaitable[None]]
-_user_deletion_hooks: list[UserDeletionHook] = []
-
-
-def on_user_deleted(hook: UserDeletionHook) -> UserDeletionHook:
-    """Register `hook(session, *, user_id, now, actor)`; it may raise a DomainError to refuse the deletion."""
-    if hook not in _user_deletion_hooks:
-        _user_deletion_hooks.append(hook)
-    return hook
 
 
 # --- users -------------------------------------------------------------------------------------------
@@ -85,8 +73,9 @@ async def find_user_by_email(session: AsyncSession, email: str) -> UserAccount |
     )).one_or_none()
 
 
-async def get_user(session: AsyncSession, user_id: uuid.UUID, *, include_deleted: bool = False) -> UserAccount:
-    user = await session.get(UserAccount, user_id)
+async def get_user(session: AsyncSession, user_id: uuid.UUID, *, include_deleted: bool = False,
+                   fresh: bool = False) -> UserAccount:
+    user = await session.get(UserAccount, user_id, populate_existing=fresh)
     if user is None or (user.status == "deleted" and not include_deleted):
         raise errors.UserNotFound()
     return user
@@ -125,22 +114,42 @@ async def create_user(
     await session.flush()
     await audit.record(session, action="iam.user.created", actor=actor, subject=("user", user.id), now=now,
                        data={"roles": role_names, "self_registered": actor.type == "anonymous"})
+    await events.publish(session, AccountCreated(user_id=user.id, actor=actor, now=now))
     return user
 
 
-async def authenticate_password(session: AsyncSession, *, passwords: Passwords, email: str, password: str,
-                                now: datetime) -> UserAccount:
-    user = (await session.scalars(
-        select(UserAccount).where(UserAccount.email_normalized == normalize_email(email),
-                                  UserAccount.status == "active")
-    )).one_or_none()
-    # Verify even without a user (against a decoy hash) so both failures take the same time.
-    if not await passwords.verify(user.password_hash if user else None, password) or user is None:
+SIGN_IN_CANDIDATE_SQL = """
+    SELECT id, password_hash FROM iam.user_account WHERE email_normalized = %(email)s AND status = 'active'
+"""
+
+
+async def verify_password(reads: Reads, *, passwords: Passwords, email: str,
+                          password: str) -> tuple[uuid.UUID, str | None]:
+    """Check a password without holding a connection while argon2 runs: the hash is read in one statement
+    (read path), then verified. Answers the account id and, when the stored hash's parameters are outdated,
+    a new hash to store; InvalidCredentials otherwise. Unknown accounts are verified against a decoy hash,
+    so both failures take the same time."""
+    row = await reads.one(SIGN_IN_CANDIDATE_SQL, {"email": normalize_email(email)})
+    stored = row["password_hash"] if row else None
+    if not await passwords.verify(stored, password) or row is None:
         raise errors.InvalidCredentials()
+    new_hash = await passwords.hash(password) if passwords.needs_rehash(row["password_hash"]) else None
+    return row["id"], new_hash
+
+
+async def record_sign_in(session: AsyncSession, *, user_id: uuid.UUID, new_hash: str | None,
+                         now: datetime) -> UserAccount:
+    """The sign-in's writes, conditional on the account still being active (it may have been disabled
+    while the password was being checked)."""
     values: dict[str, object] = {"last_login_at": now}
-    if passwords.needs_rehash(user.password_hash):
-        values["password_hash"] = await passwords.hash(password)
-    await session.execute(update(UserAccount).where(UserAccount.id == user.id).values(values))
+    if new_hash is not None:
+        values["password_hash"] = new_hash
+    user = (await session.scalars(
+        update(UserAccount).where(UserAccount.id == user_id, UserAccount.status == "active").values(values)
+        .returning(UserAccount).execution_options(synchronize_session=False, populate_existing=True)
+    )).one_or_none()
+    if user is None:
+        raise errors.InvalidCredentials()
     return user
 
 
@@ -165,7 +174,10 @@ async def _other_active_administrators(session: AsyncSession, user_id: uuid.UUID
 
 async def set_user_roles(session: AsyncSession, *, user_id: uuid.UUID, roles: Iterable[Role], now: datetime,
                          actor: Actor) -> UserAccount:
-    user = await get_user(session, user_id)
+    # Account first, then the Administrator role row: the order every account command takes.
+    user = await lock_account(session, user_id)
+    if user.status == "deleted":
+        raise errors.UserNotFound()
     wanted = sorted({Role(r).value for r in roles})
     await _lock_administrators(session)
     current = (await roles_of(session, [user_id]))[user_id]
@@ -201,27 +213,62 @@ async def _revoke_refresh_tokens(session: AsyncSession, user_id: uuid.UUID, now:
     )
 
 
-async def _move_user(session: AsyncSession, user_id: uuid.UUID, transition: str, values: dict[str, object],
+def _user_refusal(refusal: Refusal[UserAccount]) -> errors.DomainError:
+    if refusal.status in (None, "deleted"):
+        return errors.UserNotFound()
+    return errors.UserStateConflict(current_status=refusal.status)
+
+
+async def _move_user(session: AsyncSession, user_id: uuid.UUID, name: str, values: dict[str, object],
                      ) -> UserAccount:
-    return await apply_transition(
-        session, lifecycles.USER, transition, model=UserAccount, id=user_id, values=values,
-        conflict=lambda status: errors.UserStateConflict(current_status=status) if status != "deleted"
-        else errors.UserNotFound(),
-        not_found=errors.UserNotFound,
-    )
+    return await transition(session, lifecycles.USER, name, model=UserAccount, id=user_id, values=values,
+                            refuse=_user_refusal)
+
+
+async def lock_account(session: AsyncSession, user_id: uuid.UUID) -> UserAccount:
+    """Row-lock an account (FOR UPDATE) before changing its state: every command that relies on the account
+    being active holds a share lock on the same row (`require_active_accounts`), so the change waits for
+    them and they, after it, see the new state. The account row is the first lock of the global order."""
+    if not await lock_rows(session, UserAccount, [user_id], mode="update"):
+        raise errors.UserNotFound()
+    return await get_user(session, user_id, include_deleted=True, fresh=True)
+
+
+async def require_active_accounts(session: AsyncSession, user_ids: Iterable[uuid.UUID]) -> None:
+    """Share-lock the accounts (ascending id) and refuse unless each is active (ACCOUNT_NOT_ACTIVE).
+
+    Taken first by every command that makes an account hold something — joining or creating a workspace,
+    receiving ownership, later joining a group — so a concurrent deletion or disable (which locks the row
+    FOR UPDATE and then ends what the account holds) runs entirely before or entirely after it: an
+    account can never be left holding an active membership it acquired while being deleted (WS-INV-10).
+    Shared, so one person's concurrent joins do not queue behind each other."""
+    ids = sorted(set(user_ids))
+    if not ids:
+        return
+    locked = await lock_rows(session, UserAccount, ids, mode="share")
+    statuses = dict((await session.execute(
+        select(UserAccount.id, UserAccount.status).where(UserAccount.id.in_(locked))
+    )).all())
+    for user_id in ids:
+        status = statuses.get(user_id)
+        if status != "active":
+            raise errors.AccountNotActive(user_id=str(user_id), account_status=status or "missing")
 
 
 async def disable_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> UserAccount:
     """Suspend an account: sign-in stops and every token dies at once; the account and its data stay."""
-    user = await get_user(session, user_id)
+    user = await lock_account(session, user_id)
     await _refuse_removing_the_last_administrator(session, user)
-    user = await _move_user(session, user_id, "disable", {"updated_at": now})
+    # A new epoch: every access token issued so far stays dead, even after a re-enable.
+    user = await _move_user(session, user_id, "disable",
+                            {"updated_at": now, "token_epoch": UserAccount.token_epoch + 1})
     await _revoke_refresh_tokens(session, user_id, now)
     await audit.record(session, action="iam.user.disabled", actor=actor, subject=("user", user_id), now=now)
     return user
 
 
 async def enable_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> UserAccount:
+    await lock_account(session, user_id)
     user = await _move_user(session, user_id, "enable", {"updated_at": now})
     await audit.record(session, action="iam.user.enabled", actor=actor, subject=("user", user_id), now=now)
     return user
@@ -229,11 +276,14 @@ async def enable_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetim
 
 async def delete_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> None:
     """Delete as a state: the account stops signing in, its tokens die, its email is freed, and every
-    domain's deletion hook runs in the same transaction (and may refuse)."""
-    user = await get_user(session, user_id)
+    domain handles `AccountDeleted` in the same transaction (and may refuse it). The account's row lock is
+    taken first and held to commit: commands that make the account hold something share-lock the same row
+    (`require_active_accounts`), so none of them can interleave with the handlers."""
+    user = await lock_account(session, user_id)
+    if user.status == "deleted":
+        raise errors.UserNotFound()
     await _refuse_removing_the_last_administrator(session, user)
-    for hook in _user_deletion_hooks:
-        await hook(session, user_id=user_id, now=now, actor=actor)
+    await events.publish(session, AccountDeleted(user_id=user_id, actor=actor, now=now))
     await _move_user(session, user_id, "delete", {"deleted_at": now, "updated_at": now})
     await _revoke_refresh_tokens(session, user_id, now)
     await audit.record(session, action="iam.user.deleted", actor=actor, subject=("user", user_id), now=now)
@@ -280,12 +330,15 @@ async def _new_refresh_token(session: AsyncSession, *, user_id: uuid.UUID, famil
     return secret
 
 
-async def issue_user_tokens(session: AsyncSession, *, user_id: uuid.UUID, access_tokens: AccessTokens,
+async def issue_user_tokens(session: AsyncSession, *, user: UserAccount, access_tokens: AccessTokens,
                             refresh_ttl: timedelta, now: datetime) -> TokenResponse:
-    """A sign-in: an access token and the first refresh token of a new family."""
-    refresh = await _new_refresh_token(session, user_id=user_id, family_id=uuid.uuid4(), now=now, ttl=refresh_ttl)
+    """A sign-in: an access token and the first refresh token of a new family (the access token names both
+    the family and the account's token epoch, so revoking either kills it)."""
+    family_id = uuid.uuid4()
+    refresh = await _new_refresh_token(session, user_id=user.id, family_id=family_id, now=now, ttl=refresh_ttl)
     return TokenResponse(
-        access_token=access_tokens.issue(subject=user_id, kind="user", now=now),
+        access_token=access_tokens.issue(subject=user.id, kind="user", now=now, epoch=user.token_epoch,
+                                         family=family_id),
         expires_in=int(access_tokens.ttl.total_seconds()), refresh_token=refresh,
     )
 
@@ -322,14 +375,14 @@ async def rotate_refresh_token(session: AsyncSession, *, refresh_token: str, acc
             raise errors.RefreshTokenReused()
         raise errors.RefreshTokenExpired()
     user_id, family_id = spent
-    active = (await session.execute(
-        select(UserAccount.id).where(UserAccount.id == user_id, UserAccount.status == "active")
+    epoch = (await session.execute(
+        select(UserAccount.token_epoch).where(UserAccount.id == user_id, UserAccount.status == "active")
     )).scalar_one_or_none()
-    if active is None:
+    if epoch is None:
         raise errors.InvalidRefreshToken("The account is no longer active")
     refresh = await _new_refresh_token(session, user_id=user_id, family_id=family_id, now=now, ttl=refresh_ttl)
     return TokenResponse(
-        access_token=access_tokens.issue(subject=user_id, kind="user", now=now),
+        access_token=access_tokens.issue(subject=user_id, kind="user", now=now, epoch=epoch, family=family_id),
         expires_in=int(access_tokens.ttl.total_seconds()), refresh_token=refresh,
     )
 
@@ -382,20 +435,25 @@ async def revoke_api_client(session: AsyncSession, *, api_client_id: uuid.UUID, 
                        now=now)
 
 
-async def authenticate_client(session: AsyncSession, *, client_id: str, client_secret: str) -> ApiClient:
-    client = (await session.scalars(
-        select(ApiClient).where(ApiClient.client_id == client_id, ApiClient.revoked_at.is_(None))
-    )).one_or_none()
+CLIENT_CREDENTIALS_SQL = """
+    SELECT id, secret_digest, scopes FROM iam.api_client WHERE client_id = %(client_id)s AND revoked_at IS NULL
+"""
+
+
+async def authenticate_client(reads: Reads, *, client_id: str, client_secret: str) -> tuple[uuid.UUID, list[str]]:
+    """The API client's id and scopes for its credentials (one statement on the read path)."""
+    client = await reads.one(CLIENT_CREDENTIALS_SQL, {"client_id": client_id})
     # Compare digests of high-entropy secrets: a timing difference reveals nothing usable.
-    if client is None or client.secret_digest != digest(client_secret):
+    if client is None or client["secret_digest"] != digest(client_secret):
         raise errors.InvalidClient()
-    return client
+    return client["id"], list(client["scopes"])
 
 
 # --- principals --------------------------------------------------------------------------------------
 
-# One round trip per authenticated request: the account, its roles and their permission points, plus the
-# few profile columns /auth/me shows. bench/scenarios/auth_me.py runs this same statement as its baseline.
+# One round trip per authenticated request, on the read path: the account (active, at the token's epoch,
+# its sign-in not revoked), its roles and their permission points, plus the few profile columns /auth/me
+# shows. bench/scenarios/auth_me.py runs this same statement as its baseline.
 USER_PRINCIPAL_SQL = """
     SELECT u.id, u.email, u.display_name, u.status, u.created_at,
            COALESCE(array_agg(DISTINCT ur.role_name) FILTER (WHERE ur.role_name IS NOT NULL), '{}') AS roles,
@@ -404,29 +462,46 @@ USER_PRINCIPAL_SQL = """
       FROM iam.user_account u
       LEFT JOIN iam.user_role ur ON ur.user_id = u.id
       LEFT JOIN iam.role_permission rp ON rp.role_name = ur.role_name
-     WHERE u.id = :id AND u.status = 'active'
+     WHERE u.id = %(id)s AND u.status = 'active' AND u.token_epoch = %(epoch)s
+       AND NOT EXISTS (SELECT 1 FROM iam.refresh_token rt
+                        WHERE rt.family_id = %(family)s AND rt.revoked_at IS NOT NULL)
      GROUP BY u.id
 """
-_USER_PRINCIPAL = text(USER_PRINCIPAL_SQL)
+CLIENT_PRINCIPAL_SQL = """
+    SELECT id, scopes, hotel_ids FROM iam.api_client WHERE id = %(id)s AND revoked_at IS NULL
+"""
 
 
-async def load_principal(session: AsyncSession, claims: AccessClaims) -> Principal | None:
-    """The caller behind verified token claims, in one round trip; None when the account or client is
-    gone (deleted, disabled, revoked), so its still-unexpired tokens stop working at once."""
+async def load_principal(reads: Reads, claims: AccessClaims) -> Principal | None:
+    """The caller behind verified token claims, in one round trip; None when the account or client is gone
+    (deleted, disabled, revoked) or the token predates a disable or a revoked sign-in, so such tokens stop
+    working at once."""
     if claims.kind == "user":
-        row = (await session.execute(_USER_PRINCIPAL, {"id": claims.subject})).one_or_none()
+        row = await reads.one(USER_PRINCIPAL_SQL, {"id": claims.subject, "epoch": claims.epoch,
+                                                   "family": claims.family})
         if row is None:
             return None
-        return Principal(kind="user", id=row.id, roles=frozenset(row.roles), permissions=frozenset(row.permissions),
-                         profile=UserProfile(email=row.email, display_name=row.display_name, status=row.status,
-                                             created_at=row.created_at))
-    client = (await session.scalars(
-        select(ApiClient).where(ApiClient.id == claims.subject, ApiClient.revoked_at.is_(None))
-    )).one_or_none()
+        return Principal(kind="user", id=row["id"], roles=frozenset(row["roles"]),
+                         permissions=frozenset(row["permissions"]),
+                         profile=UserProfile(email=row["email"], display_name=row["display_name"],
+                                             status=row["status"], created_at=row["created_at"]))
+    client = await reads.one(CLIENT_PRINCIPAL_SQL, {"id": claims.subject})
     if client is None:
         return None
-    return Principal(kind="client", id=client.id, scopes=frozenset(client.scopes),
-                     hotel_ids=frozenset(client.hotel_ids))
+    return Principal(kind="client", id=client["id"], scopes=frozenset(client["scopes"]),
+                     hotel_ids=frozenset(client["hotel_ids"]))
+
+
+API_CLIENT_READ_SQL = """
+    SELECT id, client_id, name, scopes, hotel_ids, created_at, revoked_at FROM iam.api_client WHERE id = %(id)s
+"""
+
+
+async def read_api_client(reads: Reads, api_client_id: uuid.UUID) -> ApiClientRead:
+    row = await reads.one(API_CLIENT_READ_SQL, {"id": api_client_id})
+    if row is None:
+        raise errors.ApiClientNotFound()
+    return ApiClientRead.model_validate(row)
 
 
 async def get_api_client(session: AsyncSession, api_client_id: uuid.UUID) -> ApiClient:

@@ -37,6 +37,9 @@ class KernelErrorCode(StrEnum):
     IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
     IDEMPOTENCY_REQUEST_IN_PROGRESS = "IDEMPOTENCY_REQUEST_IN_PROGRESS"
     CONFLICT = "CONFLICT"
+    STATE_CONFLICT = "STATE_CONFLICT"
+    VERSION_CONFLICT = "VERSION_CONFLICT"
+    PRECONDITION_FAILED = "PRECONDITION_FAILED"
     SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
     INTERNAL_ERROR = "INTERNAL_ERROR"
 
@@ -169,6 +172,25 @@ class IdempotencyRequestInProgress(DomainError):
 
 class Conflict(DomainError):
     status, code, title = 409, KernelErrorCode.CONFLICT, "The resource changed; read it again"
+
+
+class StateConflict(DomainError):
+    """A transition asked of a row that is not in one of its source states (`current_status` says where it is)."""
+
+    status, code, title = 409, KernelErrorCode.STATE_CONFLICT, "The resource is not in a state that allows this"
+
+
+class VersionConflict(DomainError):
+    """The body's `expected_version` is not the row's version any more: someone changed it meanwhile."""
+
+    status, code, title = (409, KernelErrorCode.VERSION_CONFLICT,
+                           "The resource was changed by someone else; read it again")
+
+
+class PreconditionFailed(DomainError):
+    """`If-Match` names a version the resource is not at any more (RFC 9110 §13.1.1)."""
+
+    status, code, title = 412, KernelErrorCode.PRECONDITION_FAILED, "The resource was changed by someone else"
 
 
 class ServiceUnavailable(DomainError):

@@ -1,28 +1,35 @@
-"""The HTTP edge every domain shares: problem+json handlers, media-type checks, body size limits.
+"""The HTTP edge every domain shares: problem+json handlers, the route class (media types, Idempotency-Key),
+body size limits per route, pre-serialised JSON answers and If-Match.
 
 Bad input of any kind becomes a 4xx problem document with a stable code; nothing here ever lets a
-database message or a stack trace reach a client.
+database message or a stack trace reach a client. Every problem is written by tenet.kernel.problems.
+
+Body limits are Starlette's own: `BodyLimitMiddleware` applies the default limit
+(TENET_MAX_JSON_BODY_BYTES) to every request, and a route that takes more (an upload) says so with
+FastAPI's `max_body_size=`, which raises the limit for that route only. Both count streamed (chunked)
+bodies as well as declared lengths.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.params import File, Form
-from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY, RequestBodyLimitMiddleware
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tenet.kernel import errors
+from tenet.kernel import errors, idempotency, problems
 from tenet.kernel.errors import PROBLEM_JSON, DomainError
 
 log = logging.getLogger(__name__)
@@ -124,29 +131,30 @@ def _document_problems(document: dict[str, Any], idempotency_exempt: frozenset[s
     return document
 
 
-def install_openapi(app: FastAPI, *, idempotency_exempt: frozenset[str] = frozenset()) -> None:
+def install_openapi(app: FastAPI) -> None:
     from fastapi.openapi.utils import get_openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
+            exempt = frozenset(
+                route.path for route in app.routes
+                if isinstance(route, APIRoute) and not idempotency.honours_idempotency_key(route.endpoint)
+            )
             app.openapi_schema = _document_problems(get_openapi(
                 title=app.title, version=app.version, description=app.description, routes=app.routes,
                 tags=app.openapi_tags,
-            ), idempotency_exempt)
+            ), exempt)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def problem_response(error: DomainError, request_id: str | None = None) -> JSONResponse:
-    body = error.to_problem()
-    if request_id:
-        body.setdefault("request_id", request_id)
-    return JSONResponse(body, status_code=error.status, headers=error.headers, media_type=PROBLEM_JSON)
+def problem_response(error: DomainError, request_id: str | None = None) -> Response:
+    return problems.problem_response(error, request_id)
 
 
 def _request_id(request: Request) -> str | None:
-    return request.scope.get("state", {}).get("request_id")
+    return problems.request_id_of(request.scope)
 
 
 def _validation_issues(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -158,14 +166,14 @@ def _validation_issues(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-async def _on_domain_error(request: Request, exc: Exception) -> JSONResponse:
+async def _on_domain_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DomainError)
     if exc.status >= 500:
         log.error("domain error %s answered with %s", exc.code, exc.status)
     return problem_response(exc, _request_id(request))
 
 
-async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+async def _on_validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     raw = list(exc.errors())
     if any(issue.get("type") == "json_invalid" for issue in raw):
@@ -176,7 +184,7 @@ async def _on_validation_error(request: Request, exc: Exception) -> JSONResponse
     return problem_response(errors.ValidationFailed(detail, errors=issues), _request_id(request))
 
 
-async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
+async def _on_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     error: DomainError
     if exc.status_code == 404:
@@ -198,14 +206,14 @@ async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(error, _request_id(request))
 
 
-async def _on_database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+async def _on_database_unavailable(request: Request, exc: Exception) -> Response:
     # The database is down or the pool is exhausted: not a bug, and the client may retry.
     log.warning("database unavailable: %s", type(exc).__name__)
     error = errors.ServiceUnavailable("The database is not reachable right now", headers={"Retry-After": "2"})
     return problem_response(error, _request_id(request))
 
 
-async def _on_data_error(request: Request, exc: Exception) -> JSONResponse:
+async def _on_data_error(request: Request, exc: Exception) -> Response:
     # A value PostgreSQL cannot store (a NUL character in text, an out-of-range number) that a schema
     # did not catch: the request's fault, so a 422, but logged because a schema should have caught it.
     log.warning("database refused a value on %s %s: %s", request.method, request.url.path, type(exc).__name__)
@@ -213,7 +221,7 @@ async def _on_data_error(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(error, _request_id(request))
 
 
-async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return await _on_database_unavailable(request, exc)
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -253,92 +261,105 @@ def _has_body(request: Request) -> bool:
 
 
 class TenetRoute(APIRoute):
-    """An APIRoute that answers 415 when the body's Content-Type is not what the route reads.
+    """The route class of every API router.
 
-    FastAPI would otherwise try to validate a text body as JSON and answer a confusing 422.
+    - 415 when the body's Content-Type is not what the route reads (FastAPI would otherwise try to
+      validate a text body as JSON and answer a confusing 422);
+    - `Idempotency-Key` on POST (tenet.kernel.idempotency), unless the endpoint is marked
+      `@not_idempotent` or `@streams_body`.
     """
 
-    def get_route_handler(self) -> Callable:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         body_params = self.dependant.body_params
-        if not body_params:
-            return handler
-        expects_form = any(isinstance(p.field_info, Form | File) for p in body_params)
-        accepts = _is_form if expects_form else _is_json
-        wanted = "application/x-www-form-urlencoded or multipart/form-data" if expects_form else "application/json"
+        checked = handler
+        if body_params:
+            expects_form = any(isinstance(p.field_info, Form | File) for p in body_params)
+            accepts = _is_form if expects_form else _is_json
+            wanted = "application/x-www-form-urlencoded or multipart/form-data" if expects_form else "application/json"
 
-        async def checked_handler(request: Request) -> Any:
-            if _has_body(request) and not accepts(request.headers.get("content-type", "")):
-                raise errors.UnsupportedMediaType(f"This route reads {wanted}")
-            return await handler(request)
+            async def checked_handler(request: Request) -> Response:
+                if _has_body(request) and not accepts(request.headers.get("content-type", "")):
+                    raise errors.UnsupportedMediaType(f"This route reads {wanted}")
+                return await handler(request)
 
-        return checked_handler
+            checked = checked_handler
+        if "POST" not in self.methods or not idempotency.honours_idempotency_key(self.endpoint):
+            return checked
+
+        async def idempotent_handler(request: Request) -> Response:
+            raw_key = request.headers.get(idempotency.HEADER)
+            if raw_key is None:
+                return await checked(request)
+            return await idempotency.run_idempotent(request, checked, raw_key)
+
+        return idempotent_handler
 
 
 # --- body size ---------------------------------------------------------------------------------------
 
 
-class BodySizeLimitMiddleware:
-    """Refuses bodies above a per-route limit with 413, whether or not Content-Length is sent."""
+class BodyLimitMiddleware:
+    """Starlette's request body limit with our problem document.
 
-    def __init__(self, app: ASGIApp, *, limit_for: Callable[[str], int]) -> None:
-        self.app = app
-        self.limit_for = limit_for
+    Starlette answers an over-limit body itself with a plain-text 413 when the body was declared too long
+    (its responder replaces whatever the app answers). This layer passes the default limit to Starlette's
+    middleware and rewrites that plain-text answer into the problem+json every other error is. Routes
+    raise their own limit with `max_body_size=` (Starlette then enforces the route's limit, here)."""
+
+    def __init__(self, app: ASGIApp, *, max_body_size: int) -> None:
+        self.inner = RequestBodyLimitMiddleware(app, max_body_size=max_body_size)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await self.inner(scope, receive, send)
             return
-        limit = self.limit_for(scope["path"])
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = -1
-                if declared > limit:
-                    await self._refuse(scope, send, limit)
+        rewriting = False
+
+        async def problem_send(message: Message) -> None:
+            nonlocal rewriting
+            if message["type"] == "http.response.start" and message["status"] == 413:
+                content_type = dict(message.get("headers", ())).get(b"content-type", b"")
+                if content_type.startswith(b"text/plain"):
+                    rewriting = True
+                    limit = scope.get(MAX_BODY_SIZE_SCOPE_KEY)
+                    detail = f"The body is larger than {limit} bytes" if limit else None
+                    await problems.send_problem(send, scope, errors.PayloadTooLarge(detail), close=True)
                     return
-        received = 0
-        started = False
-        exceeded = False
-
-        async def counting_receive() -> Message:
-            nonlocal received, exceeded
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    exceeded = True
-                    raise errors.PayloadTooLarge(f"The body is larger than {limit} bytes")
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if exceeded:
-                # Whatever the app answers to a body it could not finish reading (FastAPI turns the
-                # exception into a generic 400), the client gets the 413 that explains it.
-                if message["type"] == "http.response.start" and not started:
-                    started = True
-                    await self._refuse(scope, send, limit)
-                return
-            if message["type"] == "http.response.start":
-                started = True
+            if rewriting:
+                return  # the plain-text body of the answer we replaced
             await send(message)
 
-        try:
-            await self.app(scope, counting_receive, tracking_send)
-        except errors.PayloadTooLarge:
-            if started:
-                return
-            await self._refuse(scope, send, limit)
+        await self.inner(scope, receive, problem_send)
 
-    @staticmethod
-    async def _refuse(scope: Scope, send: Send, limit: int) -> None:
-        error = errors.PayloadTooLarge(f"The body is larger than {limit} bytes")
-        body = json.dumps(error.to_problem()).encode()
-        await send({"type": "http.response.start", "status": 413, "headers": [
-            (b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]})
-        await send({"type": "http.response.body", "body": body})
+
+# --- answers -----------------------------------------------------------------------------------------
+
+
+def json_response(value: BaseModel, *, status_code: int = 200, headers: Mapping[str, str] | None = None,
+                  exclude_none: bool = False) -> Response:
+    """A model answered as JSON bytes straight from Pydantic's serializer (the same bytes FastAPI would
+    produce for it), skipping the response model's re-validation: the hot read routes return this and
+    keep `response_model=` for the OpenAPI contract."""
+    body = value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_none=exclude_none)
+    return Response(content=body, status_code=status_code, headers=headers, media_type="application/json")
+
+
+def etag(version: int) -> str:
+    """The strong ETag of a versioned resource: its version, quoted."""
+    return f'"{version}"'
+
+
+_ETAG = re.compile(r'^\s*(?:W/)?"(\d{1,9})"\s*$')
+
+
+def if_match_version(value: str | None) -> int | None:
+    """The version an `If-Match` header names (`"3"` or `W/"3"`), None when absent; 400 when malformed.
+    A route that takes it compares it in its conditional UPDATE and answers 412 PRECONDITION_FAILED with
+    the current version when the resource moved on (tenet.kernel.transitions)."""
+    if value is None or value.strip() == "*":
+        return None
+    match = _ETAG.match(value)
+    if match is None:
+        raise errors.BadRequest('If-Match must be an ETag of this resource, like "3"')
+    return int(match.group(1))

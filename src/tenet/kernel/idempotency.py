@@ -8,9 +8,17 @@ stored: they describe a moment, not the request, so a retry must run again. Nor 
 `Cache-Control: no-store` (it carries a secret shown once, such as a new API client's secret): keeping
 it for replay would keep the secret in plain text for a day.
 
+It runs at the route (`run_idempotent`, called by `tenet.kernel.http.TenetRoute`), so it knows what the
+route is: routes marked `@not_idempotent` (OAuth token answers) and routes that stream their body
+(`@streams_body`: uploads of hundreds of MiB, never buffered) ignore the header; every other POST reads its
+body within the route's own size limit. The caller is *authenticated* before anything is replayed: a
+token of a disabled account, or one revoked since, replays nothing (the route answers 401).
+
 Serialisation: the primary key (principal, key) of `kernel.idempotency_key`. The first request claims
 the key with INSERT .. ON CONFLICT in its own short transaction; every duplicate finds the row. A claim
-carries a lease, so a process that died mid-request does not block the key for 24 hours.
+carries a short lease that is renewed while the request runs, so a long request keeps its claim and a
+process that died mid-request blocks the key for at most one lease (duplicates meanwhile get 409 with
+`Retry-After`). When the database is unreachable the client gets 503 with `Retry-After`, never a 500.
 
 Known window (docs/decisions.md): the handler's transaction and the stored response commit separately.
 If the process dies between the two, the lease expires and a retry runs the handler again; domain rules
@@ -19,38 +27,42 @@ If the process dies between the two, the lease expires and a retry runs the hand
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import json
 import logging
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Scope
 
 from tenet.db.database import Database
 from tenet.kernel import errors
 from tenet.kernel.clock import Clock
-from tenet.kernel.errors import PROBLEM_JSON, DomainError
 from tenet.kernel.models import IdempotencyKey
 
 log = logging.getLogger(__name__)
 
-HEADER = b"idempotency-key"
+HEADER = "idempotency-key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 KEY_TTL = timedelta(hours=24)
-LEASE = timedelta(seconds=60)
+LEASE = timedelta(seconds=15)
+# While a request runs, its claim is extended every RENEW_EVERY seconds (a third of the lease).
+RENEW_EVERY = LEASE.total_seconds() / 3
 _KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")  # printable ASCII, no spaces
 _NOT_STORED = {409, 429, 503}
 # Response headers that belong to one exchange, not to the stored answer.
 _TRANSIENT_HEADERS = {b"date", b"server", b"x-request-id", b"content-length", b"connection",
                       b"transfer-encoding", b"set-cookie"}
-
-PrincipalResolver = Callable[[Scope], str | None]
 
 
 @dataclass(frozen=True)
@@ -126,6 +138,15 @@ class IdempotencyStore:
                 .values(state="completed", response_status=status, response_headers=headers, response_body=body)
             )
 
+    async def renew(self, principal: str, key: str, token: uuid.UUID, now: datetime) -> None:
+        async with self.db.unit_of_work() as session:
+            await session.execute(
+                update(IdempotencyKey)
+                .where(IdempotencyKey.principal == principal, IdempotencyKey.key == key,
+                       IdempotencyKey.lock_token == token, IdempotencyKey.state == "in_flight")
+                .values(locked_until=now + LEASE)
+            )
+
     async def release(self, principal: str, key: str, token: uuid.UUID) -> None:
         async with self.db.unit_of_work() as session:
             await session.execute(
@@ -141,116 +162,139 @@ async def purge_expired(db: Database, now: datetime) -> int:
         return result.rowcount or 0
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return value.decode("latin-1")
+
+
+# --- at the route ------------------------------------------------------------------------------------
+
+NOT_IDEMPOTENT_ATTR = "__tenet_not_idempotent__"
+STREAMS_BODY_ATTR = "__tenet_streams_body__"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def not_idempotent(endpoint: F) -> F:
+    """Mark a POST route whose answers must never be stored for replay (they are secrets, like tokens)."""
+    setattr(endpoint, NOT_IDEMPOTENT_ATTR, True)
+    return endpoint
+
+
+def streams_body(endpoint: F) -> F:
+    """Mark a route that streams its request body (uploads): never buffered, so Idempotency-Key is ignored."""
+    setattr(endpoint, STREAMS_BODY_ATTR, True)
+    return endpoint
+
+
+def honours_idempotency_key(endpoint: Callable[..., Any]) -> bool:
+    return not (getattr(endpoint, NOT_IDEMPOTENT_ATTR, False) or getattr(endpoint, STREAMS_BODY_ATTR, False))
+
+
+PrincipalResolver = Callable[[Scope], Awaitable[str | None]]
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _fingerprint(request: Request, body: bytes) -> str:
+    return hashlib.sha256(b"\n".join([
+        request.method.encode(), request.url.path.encode(), request.scope.get("query_string", b""),
+        request.headers.get("content-type", "").encode(), body,
+    ])).hexdigest()
+
+
+def _storable_headers(response: Response) -> list[list[str]]:
+    return [[k.decode("latin-1"), v.decode("latin-1")] for k, v in response.raw_headers
+            if k.lower() not in _TRANSIENT_HEADERS]
+
+
+def _replay(outcome: Replay) -> Response:
+    response = Response(content=outcome.body, status_code=outcome.status)
+    response.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in outcome.headers
+                            if k.lower().encode("latin-1") != b"content-length"]
+    response.headers["content-length"] = str(len(outcome.body))
+    response.headers[REPLAYED_HEADER] = "true"
+    return response
+
+
+async def _keep_claim(store: IdempotencyStore, principal: str, key: str, token: uuid.UUID, clock: Clock) -> None:
+    while True:
+        await asyncio.sleep(RENEW_EVERY)
+        try:
+            await store.renew(principal, key, token, clock.now())
+        except Exception:  # the database is away: the lease simply runs out
+            log.warning("could not renew an idempotency claim", exc_info=True)
+
+
+async def run_idempotent(request: Request, handler: Handler, raw_key: str) -> Response:
+    """Run `handler` once per (principal, Idempotency-Key): claim, run and remember, or replay."""
+    if not _KEY_PATTERN.match(raw_key):
+        raise errors.IdempotencyKeyInvalid("Idempotency-Key must be 1 to 255 printable ASCII characters without spaces")
+    state = request.app.state
+    resolve: PrincipalResolver = state.idempotency_principal
+    principal = await resolve(request.scope)
+    if principal is None:
+        # The token does not authenticate: the route answers 401, and nothing is replayed or remembered.
+        return await handler(request)
+    body = await request.body()  # within the route's own body limit; cached for the handler
+    store = IdempotencyStore(state.db)
+    clock: Clock = state.clock
+    try:
+        outcome = await store.claim(principal, raw_key, _fingerprint(request, body), clock.now())
+    except (OperationalError, InterfaceError, PoolTimeoutError) as exc:
+        log.warning("idempotency claim failed: database unavailable (%s)", type(exc).__name__)
+        raise errors.ServiceUnavailable("The database is not reachable right now",
+                                        headers={"Retry-After": "2"}) from None
+    if isinstance(outcome, Mismatch):
+        raise errors.IdempotencyKeyReused()
+    if isinstance(outcome, InFlight):
+        raise errors.IdempotencyRequestInProgress(headers={"Retry-After": str(outcome.retry_after)})
+    if isinstance(outcome, Replay):
+        return _replay(outcome)
+    renewal = asyncio.create_task(_keep_claim(store, principal, raw_key, outcome.lock_token, clock))
+    try:
+        try:
+            response = await handler(request)
+        except Exception as exc:
+            # A refusal (a DomainError, bad input) is an answer like any other: render it with the app's own
+            # handler so it can be stored and replayed. Anything unexpected goes on to the 500 handler.
+            render = _handler_for(request, exc)
+            if render is None:
+                raise
+            response = await render(request, exc)
+    except BaseException:
+        renewal.cancel()
+        await _release_quietly(store, principal, raw_key, outcome.lock_token)
+        raise
+    renewal.cancel()
+    headers = _storable_headers(response)
+    no_store = any(name.lower() == "cache-control" and "no-store" in value.lower() for name, value in headers)
+    body_bytes = getattr(response, "body", None)
+    if response.status_code in _NOT_STORED or response.status_code >= 500 or no_store \
+            or not isinstance(body_bytes, bytes | bytearray):
+        await _release_quietly(store, principal, raw_key, outcome.lock_token)
+        return response
+    try:
+        await store.complete(principal, raw_key, outcome.lock_token, response.status_code, headers, bytes(body_bytes))
+    except Exception:
+        # The handler's work is committed; only its replay record is lost. The claim's lease runs out and a
+        # retry runs the handler again (the known window above).
+        log.warning("could not store an idempotent answer", exc_info=True)
+    return response
+
+
+def _handler_for(request: Request, exc: Exception) -> Callable[[Request, Exception], Awaitable[Response]] | None:
+    """The app's exception handler for `exc` (most specific class first), except the catch-all."""
+    handlers = request.app.exception_handlers
+    for kind in type(exc).__mro__:
+        if kind is Exception or kind is BaseException:
+            return None
+        found = handlers.get(kind)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
     return None
 
 
-async def _send_problem(send: Send, error: DomainError) -> None:
-    body = json.dumps(error.to_problem()).encode()
-    headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode())]
-    headers += [(k.lower().encode(), v.encode()) for k, v in error.headers.items()]
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-class IdempotencyMiddleware:
-    """Pure ASGI middleware; reads `db`, `clock` and `idempotency_principal` from `app.state`."""
-
-    def __init__(self, app: ASGIApp, *, exempt_paths: frozenset[str] = frozenset()) -> None:
-        self.app = app
-        self.exempt_paths = exempt_paths
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raw_key = _header(scope, HEADER) if scope["type"] == "http" and scope["method"] == "POST" else None
-        if raw_key is None or scope["path"] in self.exempt_paths:
-            await self.app(scope, receive, send)
-            return
-        if not _KEY_PATTERN.match(raw_key):
-            await _send_problem(send, errors.IdempotencyKeyInvalid(
-                "Idempotency-Key must be 1 to 255 printable ASCII characters without spaces"))
-            return
-        state = scope["app"].state
-        resolve: PrincipalResolver = state.idempotency_principal
-        principal = resolve(scope)
-        if principal is None:
-            # No identifiable caller (an invalid token): the route answers 401; nothing to remember.
-            await self.app(scope, receive, send)
-            return
-
-        body = await _read_body(receive)  # the size limit is enforced by the middleware outside this one
-        fingerprint = hashlib.sha256(b"\n".join([
-            scope["method"].encode(), scope["path"].encode(), scope.get("query_string", b""),
-            (_header(scope, b"content-type") or "").encode(), body,
-        ])).hexdigest()
-
-        store = IdempotencyStore(state.db)
-        clock: Clock = state.clock
-        outcome = await store.claim(principal, raw_key, fingerprint, clock.now())
-        if isinstance(outcome, Mismatch):
-            await _send_problem(send, errors.IdempotencyKeyReused())
-            return
-        if isinstance(outcome, InFlight):
-            await _send_problem(send, errors.IdempotencyRequestInProgress(
-                headers={"Retry-After": str(outcome.retry_after)}))
-            return
-        if isinstance(outcome, Replay):
-            headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in outcome.headers]
-            headers += [(b"content-length", str(len(outcome.body)).encode()),
-                        (REPLAYED_HEADER.lower().encode(), b"true")]
-            await send({"type": "http.response.start", "status": outcome.status, "headers": headers})
-            await send({"type": "http.response.body", "body": outcome.body})
-            return
-
-        await self._run_and_remember(scope, send, body, store, principal, raw_key, outcome.lock_token)
-
-    async def _run_and_remember(self, scope: Scope, send: Send, body: bytes, store: IdempotencyStore,
-                                principal: str, key: str, token: uuid.UUID) -> None:
-        status = 500
-        headers: list[list[str]] = []
-        chunks: list[bytes] = []
-        delivered = False
-
-        async def replay_receive() -> Message:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return {"type": "http.disconnect"}
-
-        async def capture_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                headers.extend(
-                    [k.decode("latin-1"), v.decode("latin-1")]
-                    for k, v in message.get("headers", ()) if k.lower() not in _TRANSIENT_HEADERS
-                )
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-            await send(message)
-
-        try:
-            await self.app(scope, replay_receive, capture_send)
-        except BaseException:
-            await store.release(principal, key, token)
-            raise
-        no_store = any(name.lower() == "cache-control" and "no-store" in value.lower() for name, value in headers)
-        if status in _NOT_STORED or status >= 500 or no_store:
-            await store.release(principal, key, token)
-        else:
-            await store.complete(principal, key, token, status, headers, b"".join(chunks))
-
-
-async def _read_body(receive: Receive) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        parts.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(parts)
+async def _release_quietly(store: IdempotencyStore, principal: str, key: str, token: uuid.UUID) -> None:
+    try:
+        await store.release(principal, key, token)
+    except Exception:
+        # The database is away: the claim stays until its lease runs out (at most LEASE), and a retry
+        # meanwhile gets 409 IDEMPOTENCY_REQUEST_IN_PROGRESS with Retry-After.
+        log.warning("could not release an idempotency claim", exc_info=True)

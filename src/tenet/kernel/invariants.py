@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 _ID = re.compile(r"^[A-Z]+-INV-\d{2,3}$")
@@ -48,15 +49,18 @@ def register(**fields: object) -> Invariant:
     return invariant
 
 
-def all_invariants() -> list[Invariant]:
-    import tenet.models  # noqa: F401  (imports every domain, which registers its invariants)
-
-    return sorted(REGISTRY.values(), key=lambda i: (i.id.split("-")[0], i.id))
+def all_invariants(domain: str | None = None) -> list[Invariant]:
+    """The registered rules (every domain's once the composition root has loaded), optionally of one domain."""
+    found = [i for i in REGISTRY.values() if domain is None or i.domain == domain]
+    return sorted(found, key=lambda i: (i.id.split("-")[0], i.id))
 
 
 def get(invariant_id: str) -> Invariant:
-    all_invariants()
     return REGISTRY[invariant_id]
+
+
+SAMPLE_SIZE = 5
+DEFAULT_TIMEOUT_MS = 30_000
 
 
 @dataclass(frozen=True)
@@ -64,16 +68,52 @@ class Violation:
     invariant: Invariant
     rows: int
     sample: list[dict[str, object]]
+    # Set when the detector could not finish (statement timeout, an error): the rule is then unproven.
+    error: str | None = None
 
 
-async def check(connection: AsyncConnection, invariants: list[Invariant] | None = None) -> list[Violation]:
-    """Run every detector; answer the invariants that do not hold, with row counts and a few rows."""
+async def check(connection: AsyncConnection, invariants: list[Invariant] | None = None, *,
+                timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[Violation]:
+    """Run detectors on one consistent snapshot; answer the invariants that do not hold, each with its count of
+    violating rows and a sample of them. A detector that times out (each gets `timeout_ms`) or fails is
+    reported as a violation with `error` set, and the others still run.
+
+    The snapshot is a REPEATABLE READ, READ ONLY transaction opened here, so every detector sees the same
+    moment even on a busy database. Each detector runs in a savepoint, so one failure does not abort the
+    rest. Big tables: the count is computed in the database; only the sample travels.
+    """
+    if connection.in_transaction():
+        # Inside a caller's transaction (tests on a rolled-back connection): use it as the snapshot.
+        return await _check_all(connection, invariants, timeout_ms)
+    await connection.execution_options(isolation_level="REPEATABLE READ")
+    transaction = await connection.begin()
+    try:
+        await connection.execute(text("SET TRANSACTION READ ONLY"))
+        return await _check_all(connection, invariants, timeout_ms)
+    finally:
+        await transaction.rollback()
+
+
+async def _check_all(connection: AsyncConnection, invariants: list[Invariant] | None,
+                     timeout_ms: int) -> list[Violation]:
     violations = []
-    for invariant in invariants or all_invariants():
-        result = await connection.execute(text(invariant.detector))
-        rows = [dict(r._mapping) for r in result.fetchall()]
-        if rows:
-            violations.append(Violation(invariant, len(rows), rows[:5]))
+    for invariant in all_invariants() if invariants is None else invariants:
+        savepoint = await connection.begin_nested()
+        try:
+            await connection.execute(text(f"SET LOCAL statement_timeout = {int(timeout_ms)}"))
+            count, sample = (await connection.execute(text(
+                f"WITH violation AS ({invariant.detector.strip().rstrip(';')}) "  # noqa: S608 (registered SQL)
+                f"SELECT (SELECT count(*) FROM violation), "
+                f"(SELECT coalesce(json_agg(s), '[]'::json) FROM (SELECT * FROM violation LIMIT {SAMPLE_SIZE}) s)"
+            ))).one()
+        except DBAPIError as exc:
+            await savepoint.rollback()
+            reason = "timed out" if "statement timeout" in str(exc.orig) else type(exc.orig).__name__
+            violations.append(Violation(invariant, 0, [], error=f"detector {reason}"))
+            continue
+        await savepoint.rollback()  # the savepoint also undoes SET LOCAL
+        if count:
+            violations.append(Violation(invariant, int(count), list(sample)))
     return violations
 
 

@@ -1,4 +1,4 @@
-"""Tables of the kernel (schema `kernel`): audit log, idempotency keys, rate-limit counters, mail outbox."""
+"""Tables of the kernel (schema `kernel`): audit log, idempotency keys, rate-limit counters, mail outbox, job runs."""
 
 from __future__ import annotations
 
@@ -108,3 +108,28 @@ class EmailOutbox(Base):
     next_attempt_at: Mapped[datetime]
     sent_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
+
+
+class JobRun(Base):
+    """One run of a background job whose domain wants history (`job(..., history=True)`): when it ran, how it
+    ended, and its result or a one-line error. Purged after 30 days by `kernel:purge_expired`."""
+
+    __tablename__ = "job_run"
+    __table_args__ = (
+        CheckConstraint("status IN ('running', 'succeeded', 'failed')", name="status"),
+        CheckConstraint("(status = 'running') = (finished_at IS NULL)", name="finished_has_time"),
+        Index("ix_job_run_job_name_started_at", "job_name", "started_at"),
+        Index("ix_job_run_started_at", "started_at"),
+        {"schema": SCHEMA},
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(always=True), primary_key=True)
+    job_name: Mapped[str] = mapped_column(Text)
+    lock_key: Mapped[str | None] = mapped_column(Text)
+    procrastinate_job_id: Mapped[int | None] = mapped_column(BigInteger)
+    attempt: Mapped[int] = mapped_column(SmallInteger)
+    status: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    result: Mapped[Any | None] = mapped_column(JSONB)
+    error: Mapped[str | None] = mapped_column(Text)

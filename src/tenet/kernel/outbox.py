@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from tenet.db.database import Database, after_commit
 from tenet.kernel.clock import Clock
 from tenet.kernel.models import EmailOutbox
-from tenet.settings import Settings
+from tenet.kernel.settings import KernelSettings
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def _backoff(attempts: int) -> timedelta:
 
 
 class SmtpSender:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: KernelSettings) -> None:
         self.settings = settings
 
     async def send(self, row: EmailOutbox) -> None:
@@ -142,7 +142,7 @@ async def purge_sent(db: Database, now: datetime) -> int:
 class OutboxDispatcher:
     """A background loop in each API or worker process: delivers when woken, and polls as a safety net."""
 
-    def __init__(self, db: Database, settings: Settings, clock: Clock) -> None:
+    def __init__(self, db: Database, settings: KernelSettings, clock: Clock) -> None:
         self.db = db
         self.sender = SmtpSender(settings)
         self.clock = clock

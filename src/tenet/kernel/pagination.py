@@ -9,7 +9,8 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Generic, TypeVar
 
@@ -31,12 +32,13 @@ class Page(BaseModel, Generic[T]):
     next_cursor: str | None = Field(None, description="Pass as `cursor` to get the next page; null on the last page")
 
 
-class PageParams(BaseModel):
+@dataclass(frozen=True)
+class PageParams:
     limit: int = DEFAULT_LIMIT
     cursor: str | None = None
 
 
-def page_params(
+async def page_params(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Page size")] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=512, description="`next_cursor` of the previous page")] = None,
 ) -> PageParams:
@@ -103,3 +105,50 @@ async def keyset_page(
     rows = rows[: params.limit]
     last = rows[-1]
     return rows, encode_cursor([getattr(last, c.key) for c in columns])
+
+
+@dataclass(frozen=True)
+class SqlKeyset:
+    """Keyset pagination for read-path SQL (tenet.kernel.reads): the same cursors as `keyset_page`.
+
+        KEYSET = SqlKeyset(("m.joined_at", "m.id"), (datetime, uuid.UUID))
+        where, params = KEYSET.after(page)          # "(m.joined_at, m.id) > (%(after_0)s, %(after_1)s)" or "TRUE"
+        sql = f"... WHERE ... AND {where} ORDER BY {KEYSET.order_by} LIMIT %(limit)s"
+        items, next_cursor = KEYSET.page(rows, page, key=lambda r: (r["joined_at"], r["membership_id"]))
+
+    Fetch `page.limit + 1` rows (`KEYSET.fetch_limit(page)`): the extra row says whether there is a next page.
+    The last column must be unique.
+    """
+
+    columns: tuple[str, ...]
+    types: tuple[type, ...]
+    descending: bool = False
+
+    @property
+    def order_by(self) -> str:
+        direction = " DESC" if self.descending else ""
+        return ", ".join(f"{column}{direction}" for column in self.columns)
+
+    def after(self, page: PageParams) -> tuple[str, dict[str, object]]:
+        if not page.cursor:
+            return "TRUE", {}
+        values = decode_cursor(page.cursor, len(self.columns))
+        for value, kind in zip(values, self.types, strict=True):
+            if not isinstance(value, kind):
+                raise InvalidCursor()
+        names = [f"after_{index}" for index in range(len(values))]
+        comparison = "<" if self.descending else ">"
+        clause = f"({', '.join(self.columns)}) {comparison} ({', '.join(f'%({n})s' for n in names)})"
+        return clause, dict(zip(names, values, strict=True))
+
+    @staticmethod
+    def fetch_limit(page: PageParams) -> int:
+        return page.limit + 1
+
+    @staticmethod
+    def page(rows: Sequence[Mapping[str, object]], page: PageParams,
+             key: Callable[[Mapping[str, object]], Sequence[object]]) -> tuple[list[Mapping[str, object]], str | None]:
+        if len(rows) <= page.limit:
+            return list(rows), None
+        kept = list(rows[: page.limit])
+        return kept, encode_cursor(list(key(kept[-1])))

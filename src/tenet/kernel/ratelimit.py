@@ -1,24 +1,40 @@
 """Rate limits counted in the database, so every API process sees the same count.
 
 Fixed windows: a bucket's hits are counted per window of the rate's length, aligned to the Unix epoch.
-Each hit is one upsert in its own short transaction, committed whatever the request's outcome (a
-failed sign-in must count even though its request answers 401).
+Every check *counts first*, in one statement, and decides on what that statement answers: there is no
+"read the count, then increment it" gap in which twenty parallel requests all see room for one more.
+
+- `attempt` (failed sign-ins): takes a slot in every bucket at once, only while each is under its limit;
+  a bucket at its limit refuses and nothing further happens (the password is never checked). A success
+  gives the account's slots back (`reset`).
+- `consume` (registrations, workspace creations, invitation mails): counts the event and refuses it when
+  it went over the limit. `consume_in` does the same inside the caller's unit of work, so an event that
+  fails for another reason (and rolls back) is not counted; the counter's row lock then serialises the
+  caller's concurrent events of the same bucket until commit.
+
+Standalone checks use one short transaction each, so the counting never holds a connection while the
+request does something slow (argon2, SMTP).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, text
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import bindparam, literal_column, text
+from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.types import Text
 
 from tenet.db.database import Database
-from tenet.kernel.errors import RateLimited
+from tenet.kernel.errors import DomainError, RateLimited
 from tenet.kernel.models import RateLimitCounter
-from tenet.settings import Rate
+from tenet.kernel.settings import Rate
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+LimitError = Callable[[int], DomainError]
 
 
 @dataclass(frozen=True)
@@ -37,56 +53,92 @@ def _window_start(now: datetime, window: timedelta) -> datetime:
     return _EPOCH + timedelta(seconds=elapsed - elapsed % size)
 
 
+def _rate_limited(what: str) -> LimitError:
+    return lambda retry_after: RateLimited(f"Too many {what}; try again later", retry_after_seconds=retry_after)
+
+
+_COUNT_UNDER_LIMIT = text("""
+    INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at)
+    SELECT bucket, :start, 1, :expires FROM unnest(:buckets) AS bucket
+    ON CONFLICT (bucket, window_start) DO UPDATE SET hits = kernel.rate_limit_counter.hits + 1
+     WHERE kernel.rate_limit_counter.hits < :limit
+    RETURNING bucket
+""").bindparams(bindparam("buckets", type_=ARRAY(Text)))
+
+
+def _count_statement(bucket: str, start: datetime, window: timedelta):  # type: ignore[no-untyped-def]
+    table = RateLimitCounter.__table__
+    return (
+        insert(table)
+        .values(bucket=bucket, window_start=start, hits=1, expires_at=start + window)
+        .on_conflict_do_update(index_elements=[table.c.bucket, table.c.window_start],
+                               set_={"hits": table.c.hits + literal_column("1")})
+        .returning(table.c.hits)
+    )
+
+
+async def consume_in(session: AsyncSession, bucket: str, rate: Rate, now: datetime, *,
+                     error: LimitError | None = None, what: str = "requests") -> Window:
+    """Count one event of `bucket` in the caller's transaction; raise (429) when it goes over the limit."""
+    start = _window_start(now, rate.window)
+    hits = int((await session.execute(_count_statement(bucket, start, rate.window))).scalar_one())
+    window = Window(start, start + rate.window, hits)
+    if hits > rate.limit:
+        raise (error or _rate_limited(what))(window.retry_after(now))
+    return window
+
+
 class RateLimiter:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def hit(self, bucket: str, rate: Rate, now: datetime) -> Window:
-        """Count one event; answer the window with the new count."""
+    async def attempt(self, buckets: Sequence[str], rate: Rate, now: datetime, what: str) -> None:
+        """Take one slot in every bucket, in one statement, only while each is under `rate`; raise 429 when
+        any is at its limit. At most `rate.limit` attempts per bucket and window ever get past this."""
         start = _window_start(now, rate.window)
-        table = RateLimitCounter.__table__
-        statement = (
-            insert(table)
-            .values(bucket=bucket, window_start=start, hits=1, expires_at=start + rate.window)
-            .on_conflict_do_update(index_elements=[table.c.bucket, table.c.window_start],
-                                   set_={"hits": table.c.hits + 1})
-            .returning(table.c.hits)
-        )
         async with self.db.unit_of_work() as session:
-            hits = (await session.execute(statement)).scalar_one()
-        return Window(start, start + rate.window, hits)
+            counted = set((await session.execute(_COUNT_UNDER_LIMIT, {
+                "buckets": list(buckets), "start": start, "expires": start + rate.window, "limit": rate.limit,
+            })).scalars())
+        if not set(buckets) <= counted:
+            window = Window(start, start + rate.window, rate.limit)
+            raise _rate_limited(what)(window.retry_after(now))
+
+    async def consume(self, bucket: str, rate: Rate, now: datetime, what: str, *,
+                      error: LimitError | None = None) -> Window:
+        """Count this event (its own short transaction) and raise 429 when it goes over the limit."""
+        async with self.db.unit_of_work() as session:
+            start = _window_start(now, rate.window)
+            hits = int((await session.execute(_count_statement(bucket, start, rate.window))).scalar_one())
+        window = Window(start, start + rate.window, hits)
+        if hits > rate.limit:
+            raise (error or _rate_limited(what))(window.retry_after(now))
+        return window
 
     async def reset(self, bucket: str, rate: Rate, now: datetime) -> None:
         async with self.db.unit_of_work() as session:
-            await session.execute(
-                text("DELETE FROM kernel.rate_limit_counter WHERE bucket = :bucket AND window_start = :start"),
-                {"bucket": bucket, "start": _window_start(now, rate.window)},
-            )
+            await reset_in(session, bucket, rate, now)
 
-    async def check(self, buckets: list[str], rate: Rate, now: datetime, what: str) -> dict[str, int]:
-        """Raise 429 when any bucket has already reached its limit in the current window; else answer the
-        hits so far per bucket (one query for all of them)."""
-        start = _window_start(now, rate.window)
-        async with self.db.read_only() as session:
-            rows = await session.execute(
-                select(RateLimitCounter.bucket, RateLimitCounter.hits)
-                .where(RateLimitCounter.bucket.in_(buckets), RateLimitCounter.window_start == start)
-            )
-            hits = {bucket: 0 for bucket in buckets} | {bucket: count for bucket, count in rows}
-        if max(hits.values(), default=0) >= rate.limit:
-            window = Window(start, start + rate.window, max(hits.values()))
-            raise RateLimited(f"Too many {what}; try again later", retry_after_seconds=window.retry_after(now))
-        return hits
 
-    async def consume(self, bucket: str, rate: Rate, now: datetime, what: str) -> None:
-        """Count this event and raise 429 when it goes over the limit."""
-        window = await self.hit(bucket, rate, now)
-        if window.hits > rate.limit:
-            raise RateLimited(f"Too many {what}; try again later", retry_after_seconds=window.retry_after(now))
+async def reset_in(session: AsyncSession, bucket: str, rate: Rate, now: datetime) -> None:
+    """Forget the bucket's count of the current window (in the caller's transaction)."""
+    await session.execute(
+        text("DELETE FROM kernel.rate_limit_counter WHERE bucket = :bucket AND window_start = :start"),
+        {"bucket": bucket, "start": _window_start(now, rate.window)},
+    )
+
+
+async def release_in(session: AsyncSession, bucket: str, rate: Rate, now: datetime) -> None:
+    """Give back one slot of the bucket's current window (an attempt that turned out not to count)."""
+    params = {"bucket": bucket, "start": _window_start(now, rate.window)}
+    await session.execute(text("DELETE FROM kernel.rate_limit_counter "
+                               "WHERE bucket = :bucket AND window_start = :start AND hits <= 1"), params)
+    await session.execute(text("UPDATE kernel.rate_limit_counter SET hits = hits - 1 "
+                               "WHERE bucket = :bucket AND window_start = :start AND hits > 1"), params)
 
 
 async def purge_expired(db: Database, now: datetime) -> int:
     async with db.unit_of_work() as session:
         result = await session.execute(text("DELETE FROM kernel.rate_limit_counter WHERE expires_at <= :now"),
                                        {"now": now})
-        return result.rowcount or 0
+        return int(getattr(result, "rowcount", 0) or 0)

@@ -1,38 +1,46 @@
-"""The kernel's periodic jobs: mail delivery and clean-up of expired rows."""
+"""The kernel's periodic jobs: mail delivery (the safety net behind the after-commit dispatcher) and clean-up
+of expired rows."""
 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 import procrastinate
+from sqlalchemy import text
 
 from tenet.kernel import idempotency, outbox, ratelimit
-from tenet.kernel.jobs import runtime
+from tenet.kernel.jobs import JobScope, job
 
 log = logging.getLogger(__name__)
 
 blueprint = procrastinate.Blueprint()
 
+JOB_RUN_RETENTION = timedelta(days=30)
 
-@blueprint.periodic(cron="* * * * *")
-@blueprint.task(name="deliver_outbox", queueing_lock="kernel.deliver_outbox", pass_context=False)
-async def deliver_outbox(timestamp: int) -> int:
+
+@job(blueprint, name="deliver_outbox", cron="* * * * *", unit_of_work=False)
+async def deliver_outbox(scope: JobScope, timestamp: int) -> int:
     """Deliver due mail (the API processes also deliver right after commit; this is the safety net)."""
-    rt = runtime()
-    if not rt.settings.smtp_host:
+    if not scope.settings.smtp_host:
         return 0
-    return await outbox.deliver_due(rt.db, outbox.SmtpSender(rt.settings), rt.clock.now())
+    return await outbox.deliver_due(scope.db, outbox.SmtpSender(scope.settings), scope.now)
 
 
-@blueprint.periodic(cron="17 * * * *")
-@blueprint.task(name="purge_expired", queueing_lock="kernel.purge_expired", pass_context=False)
-async def purge_expired(timestamp: int) -> dict[str, int]:
-    rt = runtime()
-    now = rt.clock.now()
+@job(blueprint, name="purge_expired", cron="17 * * * *", unit_of_work=False)
+async def purge_expired(scope: JobScope, timestamp: int) -> dict[str, int]:
     counts = {
-        "idempotency_keys": await idempotency.purge_expired(rt.db, now),
-        "rate_limit_windows": await ratelimit.purge_expired(rt.db, now),
-        "sent_mail": await outbox.purge_sent(rt.db, now),
+        "idempotency_keys": await idempotency.purge_expired(scope.db, scope.now),
+        "rate_limit_windows": await ratelimit.purge_expired(scope.db, scope.now),
+        "sent_mail": await outbox.purge_sent(scope.db, scope.now),
+        "job_runs": await _purge_job_runs(scope),
     }
     log.info("purged expired rows", extra=counts)
     return counts
+
+
+async def _purge_job_runs(scope: JobScope) -> int:
+    async with scope.db.unit_of_work() as session:
+        result = await session.execute(text("DELETE FROM kernel.job_run WHERE started_at < :cutoff"),
+                                       {"cutoff": scope.now - JOB_RUN_RETENTION})
+        return int(getattr(result, "rowcount", 0) or 0)

@@ -1,21 +1,28 @@
-"""Declared state machines and the conditional-transition helper (INVARIANTS.md §2).
+"""Declared state machines, the one conditional-transition primitive, and ordered row locks (INVARIANTS.md §2).
 
 A lifecycle is data: its states, the transitions between them, who may perform each and what happens
-atomically with it. `apply_transition` performs a transition as one conditional UPDATE
-(`WHERE id = :id AND status IN (:sources) [AND version = :v]`); zero rows means somebody else moved
-the row first, so it re-reads the current state and raises the domain's stable error. There is never a
-read-decide-write without a condition.
+atomically with it. `transition` performs a transition as one conditional UPDATE
+(`WHERE <rows> AND status IN (:sources) [AND version = :expected] [AND <preconditions>]`) — never a
+read-decide-write. For one row (`id=`), zero rows updated means somebody else moved it first or a
+condition failed: the row is re-read and the caller's `refuse` turns the `Refusal` (which says whether the
+row is missing, in another state, at another version, or failed a precondition, and carries the current
+row) into the domain's stable error. For a set of rows (`where=` without `id=`), rows another transaction
+moved first are simply not matched (PostgreSQL re-checks the WHERE under the row lock in READ COMMITTED).
+
+`lock_rows` takes row locks on several parents in one statement, in ascending id order, so that two
+commands touching the same parents can never deadlock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, Literal, TypeVar, overload
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.kernel import errors
 from tenet.kernel.errors import DomainError
 
 M = TypeVar("M")
@@ -68,45 +75,136 @@ def declare(name: str, *, states: tuple[str, ...], initial: str, terminal: set[s
                         transitions={t.name: t for t in transitions})
 
 
-async def apply_transition(
+RefusalReason = Literal["missing", "state", "version", "precondition"]
+
+
+@dataclass(frozen=True)
+class Refusal(Generic[M]):
+    """Why a one-row transition matched no row, with the row as it is now (None when missing)."""
+
+    reason: RefusalReason
+    current: M | None
+    machine: StateMachine
+    transition: Transition
+    status: str | None = None
+    version: int | None = None
+
+
+def default_refusal(refusal: Refusal[Any]) -> DomainError:
+    """Kernel errors for domains that need nothing more specific."""
+    if refusal.reason == "missing":
+        return errors.NotFound()
+    if refusal.reason == "version":
+        return errors.VersionConflict(current_version=refusal.version)
+    return errors.StateConflict(current_status=refusal.status, transition=refusal.transition.name)
+
+
+def _version_attr(model: type[Any], version_attr: str | Literal["auto"] | None) -> str | None:
+    if version_attr == "auto":
+        return "version" if hasattr(model, "version") else None
+    return version_attr
+
+
+@overload
+async def transition(session: AsyncSession, machine: StateMachine, name: str, *, model: type[M], id: Any,
+                     where: tuple[Any, ...] = ..., values: Mapping[str, Any] | None = ...,
+                     expected_version: int | None = ..., refuse: Callable[[Refusal[M]], DomainError] = ...,
+                     status_attr: str = ..., version_attr: str | Literal["auto"] | None = ...) -> M: ...
+
+
+@overload
+async def transition(session: AsyncSession, machine: StateMachine, name: str, *, model: type[M], id: None = ...,
+                     where: tuple[Any, ...], values: Mapping[str, Any] | None = ...,
+                     expected_version: None = ..., refuse: None = ...,
+                     status_attr: str = ..., version_attr: str | Literal["auto"] | None = ...) -> list[M]: ...
+
+
+async def transition(
     session: AsyncSession,
     machine: StateMachine,
-    transition: str,
+    name: str,
     *,
     model: type[M],
-    id: Any,
-    conflict: Callable[[str], DomainError],
-    not_found: Callable[[], DomainError],
+    id: Any = None,
+    where: tuple[Any, ...] = (),
     values: Mapping[str, Any] | None = None,
     expected_version: int | None = None,
-    where: tuple[Any, ...] = (),
+    refuse: Callable[[Refusal[M]], DomainError] | None = None,
     status_attr: str = "status",
-    version_attr: str | None = None,
-) -> M:
-    """Move row `id` of `model` along `transition`; answer the updated entity.
+    version_attr: str | Literal["auto"] | None = "auto",
+) -> M | list[M]:
+    """Move rows of `model` along `name`: the row `id` (answering it, or raising `refuse(Refusal)`), or
+    every row matching `where` that is in a source state (answering the moved rows).
 
-    `conflict(current_status)` builds the error when the row exists but is not in a source state (or
-    not at `expected_version`); `not_found()` when it does not exist. `where` adds conditions that must
-    also hold (for instance "the workspace is not being deleted").
+    `where` adds preconditions that must also hold ("the invitation has not expired"). When the model has
+    a `version` column it is incremented; `expected_version` additionally requires the row to be at that
+    version (the client's If-Match / expected_version).
     """
-    step = machine.transitions[transition]
+    step = machine.transitions[name]
     status_col = getattr(model, status_attr)
     id_col = model.__mapper__.primary_key[0]  # type: ignore[attr-defined]
     changes: dict[str, Any] = {status_attr: step.target, **(values or {})}
-    conditions = [id_col == id, status_col.in_(sorted(step.sources)), *where]
-    if version_attr is not None:
-        version_col = getattr(model, version_attr)
-        changes[version_attr] = version_col + 1
+    conditions = [status_col.in_(sorted(step.sources)), *where]
+    if id is not None:
+        conditions.append(id_col == id)
+    version_name = _version_attr(model, version_attr)
+    if version_name is not None:
+        version_col = getattr(model, version_name)
+        changes[version_name] = version_col + 1
         if expected_version is not None:
             conditions.append(version_col == expected_version)
+    elif expected_version is not None:
+        raise TypeError(f"{model.__name__} has no version column to compare expected_version with")
     statement = (
         update(model).where(*conditions).values(changes).returning(model)
         .execution_options(synchronize_session=False, populate_existing=True)
     )
-    updated = (await session.scalars(statement)).one_or_none()
-    if updated is not None:
-        return updated
-    current = (await session.execute(select(status_col).where(id_col == id))).scalar_one_or_none()
+    moved = list((await session.scalars(statement)).all())
+    if id is None:
+        return moved
+    if moved:
+        return moved[0]
+    current = (await session.scalars(
+        select(model).where(id_col == id).execution_options(populate_existing=True)
+    )).one_or_none()
+    refusal = _refusal(machine, step, current, status_attr, version_name, expected_version)
+    raise (refuse or default_refusal)(refusal)
+
+
+def _refusal(machine: StateMachine, step: Transition, current: M | None, status_attr: str,
+             version_name: str | None, expected_version: int | None) -> Refusal[M]:
     if current is None:
-        raise not_found()
-    raise conflict(current)
+        return Refusal("missing", None, machine, step)
+    status = getattr(current, status_attr)
+    version = getattr(current, version_name) if version_name else None
+    if status not in step.sources:
+        reason: RefusalReason = "state"
+    elif expected_version is not None and version != expected_version:
+        reason = "version"
+    else:
+        reason = "precondition"
+    return Refusal(reason, current, machine, step, status=status, version=version)
+
+
+LockMode = Literal["update", "no key update", "share", "key share"]
+
+
+async def lock_rows(session: AsyncSession, model: type[Any], ids: Iterable[Any], *, mode: LockMode = "update",
+                    where: tuple[Any, ...] = (), skip_locked: bool = False) -> list[Any]:
+    """Row-lock the rows `ids` of `model` (those that exist and match `where`) in ascending id order, in
+    one statement; answer the ids locked, in that order.
+
+    Every command that locks several parents (accounts, workspaces, orders ...) goes through here, so two
+    commands always take shared parents in the same order and cannot deadlock. `skip_locked` is for sweeps
+    that must never wait for a request.
+    """
+    wanted = sorted(set(ids))
+    if not wanted:
+        return []
+    id_col = model.__mapper__.primary_key[0]  # type: ignore[attr-defined]
+    statement = (
+        select(id_col).where(id_col.in_(wanted), *where).order_by(id_col)
+        .with_for_update(read=mode in ("share", "key share"), key_share=mode in ("key share", "no key update"),
+                         skip_locked=skip_locked)
+    )
+    return list((await session.scalars(statement)).all())

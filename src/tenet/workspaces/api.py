@@ -10,13 +10,15 @@ import uuid
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response, status
+from fastapi import APIRouter, Depends, Query, Request, Response, status
 
-from tenet.deps import NowDep, SessionDep, SettingsDep
+from tenet.deps import NowDep, SessionDep, SettingsDep, reads
+from tenet.deps import now as clock_now
 from tenet.iam.auth import CurrentUser
-from tenet.kernel.http import API_PREFIX, TenetRoute, problem_responses
+from tenet.kernel.http import API_PREFIX, TenetRoute, json_response, problem_responses
 from tenet.kernel.pagination import Page, PageParams, page_params
-from tenet.workspaces import service
+from tenet.kernel.settings import section
+from tenet.workspaces import queries, service
 from tenet.workspaces.models import Invitation, Membership, Workspace
 from tenet.workspaces.permissions import permission_table_markdown
 from tenet.workspaces.schemas import (
@@ -31,6 +33,7 @@ from tenet.workspaces.schemas import (
     WorkspaceCreate,
     WorkspaceRead,
 )
+from tenet.workspaces.settings import WorkspaceSettings
 
 TAG = "workspaces"
 TAG_DESCRIPTION = (
@@ -46,6 +49,11 @@ TAG_DESCRIPTION = (
 router = APIRouter(prefix=API_PREFIX, tags=[TAG], route_class=TenetRoute, responses=problem_responses(401, 403, 404))
 
 PageDep = Annotated[PageParams, Depends(page_params)]
+
+
+def _invitation_row(row: dict, at: datetime) -> InvitationRead:
+    status_now = "EXPIRED" if row["status"] == "PENDING" and row["expires_at"] <= at else row["status"]
+    return InvitationRead.model_validate({**row, "status": status_now})
 
 
 def _workspace_read(workspace: Workspace, role: str) -> WorkspaceRead:
@@ -74,10 +82,14 @@ def _invitation_read(invitation: Invitation, now: datetime) -> InvitationRead:
 
 @router.post("/workspaces", status_code=status.HTTP_201_CREATED, response_model=WorkspaceRead,
              summary="Create a workspace; you become its first owner",
-             description="Any signed-in user may create a workspace.", responses=problem_responses(422))
+             description="Any signed-in user may create a workspace, at most `TENET_WORKSPACE_CREATION_LIMIT` "
+                         "per account in its window (429 `WORKSPACE_CREATION_LIMIT_REACHED` with `Retry-After`).",
+             responses=problem_responses(422, 429))
 async def create_workspace(body: WorkspaceCreate, user: CurrentUser, session: SessionDep, now: NowDep,
-                           response: Response) -> WorkspaceRead:
-    workspace = await service.create_workspace(session, name=body.name, owner_id=user.id, now=now)
+                           settings: SettingsDep, response: Response) -> WorkspaceRead:
+    workspace = await service.create_workspace(
+        session, name=body.name, owner_id=user.id, now=now,
+        creation_limit=section(settings, WorkspaceSettings).workspace_creation_limit)
     response.headers["Location"] = f"{API_PREFIX}/workspaces/{workspace.id}"
     return _workspace_read(workspace, "owner")
 
@@ -85,16 +97,17 @@ async def create_workspace(body: WorkspaceCreate, user: CurrentUser, session: Se
 @router.get("/workspaces", response_model=Page[WorkspaceRead], summary="Your workspaces, oldest first",
             description="Workspaces where you are an active member (ACTIVE or DELETING), with your role.",
             responses=problem_responses(400))
-async def list_workspaces(user: CurrentUser, session: SessionDep, params: PageDep) -> Page[WorkspaceRead]:
-    rows, next_cursor = await service.list_workspaces(session, user_id=user.id, params=params)
-    return Page[WorkspaceRead](items=[_workspace_read(w, role) for w, role in rows], next_cursor=next_cursor)
+async def list_workspaces(user: CurrentUser, request: Request, params: PageDep) -> Response:
+    rows, next_cursor = await queries.workspaces(reads(request), caller=user.id, page=params)
+    return json_response(Page[WorkspaceRead](items=[WorkspaceRead.model_validate(r) for r in rows],
+                                             next_cursor=next_cursor))
 
 
 @router.get("/workspaces/{workspace_id}", response_model=WorkspaceRead, summary="One of your workspaces",
             description="Any member.")
-async def get_workspace(workspace_id: uuid.UUID, user: CurrentUser, session: SessionDep) -> WorkspaceRead:
-    workspace, membership = await service.get_workspace(session, workspace_id=workspace_id, user_id=user.id)
-    return _workspace_read(workspace, membership.role)
+async def get_workspace(workspace_id: uuid.UUID, user: CurrentUser, request: Request) -> Response:
+    row = await queries.workspace(reads(request), workspace_id=workspace_id, caller=user.id)
+    return json_response(WorkspaceRead.model_validate(row))
 
 
 @router.delete("/workspaces/{workspace_id}", status_code=status.HTTP_202_ACCEPTED, response_model=WorkspaceRead,
@@ -116,11 +129,10 @@ async def delete_workspace(workspace_id: uuid.UUID, user: CurrentUser, session: 
 @router.get("/workspaces/{workspace_id}/members", response_model=Page[MemberRead],
             summary="Active members, in the order they joined", description="Any member.",
             responses=problem_responses(400))
-async def list_members(workspace_id: uuid.UUID, user: CurrentUser, session: SessionDep,
-                       params: PageDep) -> Page[MemberRead]:
-    views, next_cursor = await service.list_members(session, workspace_id=workspace_id, user_id=user.id,
-                                                    params=params)
-    return Page[MemberRead](items=[_member_read(v) for v in views], next_cursor=next_cursor)
+async def list_members(workspace_id: uuid.UUID, user: CurrentUser, request: Request, params: PageDep) -> Response:
+    rows, next_cursor = await queries.members(reads(request), workspace_id=workspace_id, caller=user.id, page=params)
+    return json_response(Page[MemberRead](items=[MemberRead.model_validate(r) for r in rows],
+                                          next_cursor=next_cursor))
 
 
 @router.patch("/workspaces/{workspace_id}/members/{user_id}", response_model=MemberRead,
@@ -182,14 +194,16 @@ async def create_invitation(workspace_id: uuid.UUID, body: InvitationCreate, use
 @router.get("/workspaces/{workspace_id}/invitations", response_model=Page[InvitationRead],
             summary="Invitations, newest first (owners and admins)", responses=problem_responses(400, 422))
 async def list_invitations(
-    workspace_id: uuid.UUID, user: CurrentUser, session: SessionDep, params: PageDep, now: NowDep,
+    workspace_id: uuid.UUID, user: CurrentUser, request: Request, params: PageDep,
     status_filter: Annotated[InvitationStatus | None, Query(alias="status", description="Only this status")] = None,
-) -> Page[InvitationRead]:
-    rows, next_cursor = await service.list_invitations(
-        session, workspace_id=workspace_id, user_id=user.id, status=status_filter.value if status_filter else None,
-        params=params, now=now,
+) -> Response:
+    at = clock_now(request)
+    rows, next_cursor = await queries.invitations(
+        reads(request), workspace_id=workspace_id, caller=user.id,
+        status=status_filter.value if status_filter else None, page=params, now=at,
     )
-    return Page[InvitationRead](items=[_invitation_read(i, now) for i in rows], next_cursor=next_cursor)
+    return json_response(Page[InvitationRead](items=[_invitation_row(r, at) for r in rows],
+                                              next_cursor=next_cursor))
 
 
 @router.post("/invitations/{invitation_id}/revoke", response_model=InvitationRead,
@@ -231,3 +245,7 @@ async def accept_invitation(body: InvitationAccept, user: CurrentUser, session: 
                                                                         now=now)
     return InvitationAccepted(invitation_id=invitation.id, membership_id=membership.id,
                               workspace=_workspace_read(workspace, membership.role))
+
+
+ROUTERS = (router,)
+OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},)

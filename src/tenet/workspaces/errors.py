@@ -29,6 +29,8 @@ class WorkspaceErrorCode(StrEnum):
     INVITATION_EXPIRED = "INVITATION_EXPIRED"
     INVITATION_EMAIL_MISMATCH = "INVITATION_EMAIL_MISMATCH"
     INVITATION_LIMIT_REACHED = "INVITATION_LIMIT_REACHED"
+    WORKSPACE_CREATION_LIMIT_REACHED = "WORKSPACE_CREATION_LIMIT_REACHED"
+    INVITATION_SENDER_LIMIT_REACHED = "INVITATION_SENDER_LIMIT_REACHED"
 
 
 class WorkspaceNotFound(DomainError):
@@ -122,6 +124,18 @@ class InvitationLimitReached(RateLimited):
     """More invitation mails from one workspace in 24 hours than `invitations_per_workspace_per_day`."""
 
     code, title = WorkspaceErrorCode.INVITATION_LIMIT_REACHED, "This workspace has sent too many invitations today"
+
+
+class WorkspaceCreationLimitReached(RateLimited):
+    """More workspaces created by one account in the window than TENET_WORKSPACE_CREATION_LIMIT allows."""
+
+    code, title = WorkspaceErrorCode.WORKSPACE_CREATION_LIMIT_REACHED, "You have created too many workspaces lately"
+
+
+class InvitationSenderLimitReached(RateLimited):
+    """More invitation mails sent by one account, across all its workspaces, than TENET_INVITATION_SENDER_LIMIT."""
+
+    code, title = WorkspaceErrorCode.INVITATION_SENDER_LIMIT_REACHED, "You have sent too many invitations lately"
 
 
 # An invitation's terminal status -> the error a command on it answers (accept, revoke, resend).

@@ -1,22 +1,14 @@
 """The declared state machines of workspaces, invitations and memberships (INVARIANTS.md §2).
 
-Every lifecycle change in the service goes through `tenet.kernel.transitions.apply_transition` (one row)
-or `transition_many` below (a set of rows, for the sweeps and the closing of a deleted workspace): both
-are conditional UPDATEs whose WHERE names the transition's source states, never read-decide-write.
+Every lifecycle change in the service goes through `tenet.kernel.transitions.transition` (one row, or a
+set of rows for the sweeps and the closing of a deleted workspace): a conditional UPDATE whose WHERE names
+the transition's source states, never read-decide-write.
 The database refuses any change out of a terminal state on its own (triggers `*_terminal_is_final`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeVar
-
-from sqlalchemy import update
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from tenet.kernel.transitions import StateMachine, Transition, declare
-
-M = TypeVar("M")
+from tenet.kernel.transitions import Transition, declare
 
 WORKSPACE = declare(
     "workspace.workspace",
@@ -62,30 +54,3 @@ MEMBERSHIP = declare(
         Transition("close", frozenset({"ACTIVE"}), "CLOSED", "system (the workspace's deletion)"),
     ],
 )
-
-
-async def transition_many(
-    session: AsyncSession,
-    machine: StateMachine,
-    transition: str,
-    *,
-    model: type[M],
-    where: tuple[Any, ...],
-    values: Mapping[str, Any] | None = None,
-    status_attr: str = "status",
-    version_attr: str | None = "version",
-) -> list[M]:
-    """Move every row matching `where` *and* in a source state of `transition`; answer the moved rows.
-
-    The set form of `apply_transition`: one conditional UPDATE, so a row another transaction moved first
-    is simply not matched (re-checked under its row lock by PostgreSQL's READ COMMITTED re-evaluation).
-    """
-    step = machine.transitions[transition]
-    changes: dict[str, Any] = {status_attr: step.target, **(values or {})}
-    if version_attr is not None:
-        changes[version_attr] = getattr(model, version_attr) + 1
-    statement = (
-        update(model).where(getattr(model, status_attr).in_(sorted(step.sources)), *where).values(changes)
-        .returning(model).execution_options(synchronize_session=False, populate_existing=True)
-    )
-    return list((await session.scalars(statement)).all())

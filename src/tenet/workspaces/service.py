@@ -19,20 +19,23 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
+from pydantic_settings import BaseSettings
 from sqlalchemy import and_, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import service as iam_service
 from tenet.iam.tokens import digest, new_secret
-from tenet.kernel import audit
+from tenet.kernel import audit, events
 from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean_email, normalize_email
 from tenet.kernel.outbox import enqueue_email
 from tenet.kernel.pagination import PageParams, keyset_page
-from tenet.kernel.transitions import apply_transition
-from tenet.settings import Settings
+from tenet.kernel.ratelimit import consume_in
+from tenet.kernel.settings import KernelSettings, Rate, section
+from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.workspaces import errors, lifecycles
+from tenet.workspaces.events import WorkspaceDeleted
 from tenet.workspaces.models import (
     INVITATION_PENDING_INDEX,
     MEMBERSHIP_ACTIVE_INDEX,
@@ -42,6 +45,7 @@ from tenet.workspaces.models import (
     Workspace,
 )
 from tenet.workspaces.permissions import Action, InvitationRole, WorkspaceRole, require
+from tenet.workspaces.settings import WorkspaceSettings
 
 TOKEN_PREFIX = "wsi"  # recognisable by secret scanners, like identity's `rt_` and `tcs_`
 SEND_WINDOW = timedelta(days=1)
@@ -57,12 +61,13 @@ class InvitationPolicy:
     ttl: timedelta
     daily_limit: int
     public_base_url: str
+    sender_limit: Rate = Rate.parse("200/24hour")
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> InvitationPolicy:
-        return cls(ttl=timedelta(days=settings.invitation_ttl_days),
-                   daily_limit=settings.invitations_per_workspace_per_day,
-                   public_base_url=settings.public_base_url)
+    def from_settings(cls, settings: BaseSettings) -> InvitationPolicy:
+        own, kernel = section(settings, WorkspaceSettings), section(settings, KernelSettings)
+        return cls(ttl=timedelta(days=own.invitation_ttl_days), daily_limit=own.invitations_per_workspace_per_day,
+                   public_base_url=kernel.public_base_url, sender_limit=own.invitation_sender_limit)
 
 
 @dataclass(frozen=True)
@@ -78,11 +83,12 @@ class MemberView:
 async def _lock_workspace(session: AsyncSession, workspace_id: uuid.UUID) -> None:
     """THE serialisation point of a workspace: a row lock held until the transaction ends.
 
-    Taken first by every command that changes the workspace's memberships or invitations, before any
-    read that command decides on. tests/concurrency/test_workspace_races.py proves the owner rule needs
-    it: with this function made a no-op, two last owners leaving at once both succeed.
+    Taken by every command that changes the workspace's memberships or invitations, before any read that
+    command decides on (after the share lock on the accounts it relies on: accounts come first in the
+    global lock order). tests/concurrency/test_workspace_races.py proves the owner rule needs it: with
+    this function made a no-op, two last owners leaving at once both succeed.
     """
-    await session.execute(text("SELECT 1 FROM workspace.workspace WHERE id = :id FOR UPDATE"), {"id": workspace_id})
+    await lock_rows(session, Workspace, [workspace_id])
 
 
 async def _load_workspace(session: AsyncSession, workspace_id: uuid.UUID) -> Workspace | None:
@@ -138,8 +144,18 @@ def _scope(workspace_id: uuid.UUID) -> tuple[str, uuid.UUID]:
 # --- workspaces ----------------------------------------------------------------------------------------
 
 
-async def create_workspace(session: AsyncSession, *, name: str, owner_id: uuid.UUID, now: datetime) -> Workspace:
-    """A new ACTIVE workspace with its creator as the first owner (WS-INV-01 holds from the start)."""
+async def create_workspace(session: AsyncSession, *, name: str, owner_id: uuid.UUID, now: datetime,
+                           creation_limit: Rate | None = None) -> Workspace:
+    """A new ACTIVE workspace with its creator as the first owner (WS-INV-01 holds from the start). The
+    creator's account is share-locked and must be active, so a concurrent deletion of the creator either
+    ends this membership too or finds the workspace does not exist yet (WS-INV-10)."""
+    await iam_service.require_active_accounts(session, [owner_id])
+    if creation_limit is not None:
+        # Counted in this transaction (a creation that fails is not counted): one account may not create
+        # workspaces by the hundred to escape the per-workspace invitation limit.
+        await consume_in(session, f"workspace-create:user:{owner_id}", creation_limit, now,
+                         error=lambda retry_after: errors.WorkspaceCreationLimitReached(
+                             retry_after_seconds=retry_after, limit=creation_limit.limit))
     workspace = Workspace(id=uuid.uuid4(), name=name, status="ACTIVE", version=1, created_at=now,
                           created_by=owner_id, updated_at=now)
     session.add(workspace)
@@ -197,13 +213,12 @@ async def request_workspace_deletion(session: AsyncSession, *, workspace_id: uui
     require(caller.role, Action.DELETE_WORKSPACE)
     if workspace.status == "DELETING":
         return workspace, caller
-    workspace = await apply_transition(
+    workspace = await transition(
         session, lifecycles.WORKSPACE, "request_deletion", model=Workspace, id=workspace_id,
         values={"deletion_requested_at": now, "deletion_requested_by": user_id, "updated_at": now},
-        conflict=lambda status: errors.WorkspaceNotActive(workspace_status=status),
-        not_found=errors.WorkspaceNotFound, version_attr="version",
+        refuse=_workspace_refusal,
     )
-    revoked = await lifecycles.transition_many(
+    revoked = await transition(
         session, lifecycles.INVITATION, "revoke", model=Invitation, where=(Invitation.workspace_id == workspace_id,),
         values={"revoked_at": now, "revoked_by": user_id},
     )
@@ -233,19 +248,18 @@ async def finish_workspace_deletions(session: AsyncSession, *, now: datetime,
     where other domains' clean-up of a workspace's data will hook in. Answers the deleted ids."""
     locked = await _lock_workspaces_skip_locked(session, "w.status = 'DELETING'", {}, limit)
     for workspace_id in locked:
-        await apply_transition(
+        await transition(
             session, lifecycles.WORKSPACE, "finish_deletion", model=Workspace, id=workspace_id,
-            values={"deleted_at": now, "updated_at": now},
-            conflict=lambda status: errors.WorkspaceNotActive(workspace_status=status),
-            not_found=errors.WorkspaceNotFound, version_attr="version",
+            values={"deleted_at": now, "updated_at": now}, refuse=_workspace_refusal,
         )
-        closed = await lifecycles.transition_many(
+        closed = await transition(
             session, lifecycles.MEMBERSHIP, "close", model=Membership,
             where=(Membership.workspace_id == workspace_id,), values={"ended_at": now, "updated_at": now},
         )
         await audit.record(session, action="workspace.deleted", actor=Actor.system(),
                            subject=("workspace", workspace_id), scope=_scope(workspace_id), now=now,
                            data={"closed_memberships": len(closed)})
+        await events.publish(session, WorkspaceDeleted(workspace_id=workspace_id, now=now))
     return locked
 
 
@@ -275,22 +289,20 @@ async def _target_membership(session: AsyncSession, workspace_id: uuid.UUID, use
     return target
 
 
-async def _end_membership(session: AsyncSession, target: Membership, transition: str, *,
+async def _end_membership(session: AsyncSession, target: Membership, name: str, *,
                           actor_id: uuid.UUID | None, now: datetime) -> Membership:
-    return await apply_transition(
-        session, lifecycles.MEMBERSHIP, transition, model=Membership, id=target.id,
+    return await transition(
+        session, lifecycles.MEMBERSHIP, name, model=Membership, id=target.id,
         values={"ended_at": now, "ended_by": actor_id, "updated_at": now},
-        conflict=lambda status: errors.MemberNotFound(user_id=str(target.user_id)),
-        not_found=lambda: errors.MemberNotFound(user_id=str(target.user_id)), version_attr="version",
+        refuse=lambda refusal: errors.MemberNotFound(user_id=str(target.user_id)),
     )
 
 
 async def _set_role(session: AsyncSession, target: Membership, role: WorkspaceRole, now: datetime) -> Membership:
-    return await apply_transition(
+    return await transition(
         session, lifecycles.MEMBERSHIP, "change_role", model=Membership, id=target.id,
         values={"role": role.value, "updated_at": now},
-        conflict=lambda status: errors.MemberNotFound(user_id=str(target.user_id)),
-        not_found=lambda: errors.MemberNotFound(user_id=str(target.user_id)), version_attr="version",
+        refuse=lambda refusal: errors.MemberNotFound(user_id=str(target.user_id)),
     )
 
 
@@ -298,6 +310,9 @@ async def change_member_role(session: AsyncSession, *, workspace_id: uuid.UUID, 
                              user_id: uuid.UUID, role: WorkspaceRole, now: datetime) -> Membership:
     """Owners set any member's role, their own included; demoting the last owner is refused (WS-INV-01)."""
     role = WorkspaceRole(role)
+    if role == WorkspaceRole.OWNER and user_id != actor_id:
+        # Like a transfer: ownership only goes to an account that can use it (ACCOUNT_NOT_ACTIVE).
+        await iam_service.require_active_accounts(session, [user_id])
     await _command(session, workspace_id, actor_id, Action.CHANGE_ROLE)
     target = await _target_membership(session, workspace_id, user_id)
     if target.role == role:
@@ -342,7 +357,11 @@ async def remove_member(session: AsyncSession, *, workspace_id: uuid.UUID, actor
 async def transfer_ownership(session: AsyncSession, *, workspace_id: uuid.UUID, actor_id: uuid.UUID,
                              user_id: uuid.UUID, now: datetime) -> tuple[Membership, Membership]:
     """The target (an active member, not an owner) becomes owner; the caller steps down to admin. Both in
-    one transaction under the lock, so there is an owner at every moment. Answers (caller, target)."""
+    one transaction under the lock, so there is an owner at every moment. Answers (caller, target).
+    A disabled or deleted target is refused (ACCOUNT_NOT_ACTIVE): an owner who cannot sign in owns nothing
+    anyone can use. The target's account is share-locked first, so it cannot be disabled meanwhile."""
+    if user_id != actor_id:
+        await iam_service.require_active_accounts(session, [user_id])
     _, caller = await _command(session, workspace_id, actor_id, Action.TRANSFER_OWNERSHIP)
     if user_id == actor_id:
         raise errors.OwnershipTransferToSelf()
@@ -360,20 +379,20 @@ async def transfer_ownership(session: AsyncSession, *, workspace_id: uuid.UUID, 
     return caller, target
 
 
-@iam_service.on_user_deleted
-async def end_memberships_of_deleted_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetime,
-                                          actor: Actor) -> None:
-    """Identity's deletion hook (same transaction): a deleted account leaves every workspace (WS-INV-10).
-    Being the last active owner of a workspace that is not DELETED refuses the deletion with LAST_OWNER
-    (WS-INV-01): transfer ownership, or delete the workspace and let its deletion finish, first.
-    Workspaces are locked in id order, so two deletions cannot deadlock."""
+async def end_memberships_of_deleted_account(session: AsyncSession, *, user_id: uuid.UUID, now: datetime,
+                                             actor: Actor) -> None:
+    """Handles identity's AccountDeleted (same transaction; the account's row is already locked FOR
+    UPDATE): a deleted account leaves every workspace (WS-INV-10). Being the last active owner of a
+    workspace that is not DELETED refuses the deletion with LAST_OWNER (WS-INV-01): transfer ownership, or
+    delete the workspace and let its deletion finish, first.
+
+    Workspaces are locked in id order (account, then workspaces: the global order). Every command that
+    gives the account a membership share-locks the account first, so none can add one after this read."""
     workspace_ids = (await session.execute(
         select(Membership.workspace_id).where(Membership.user_id == user_id, Membership.status == "ACTIVE")
-        .order_by(Membership.workspace_id)
     )).scalars().all()
     ended_by = uuid.UUID(actor.id) if actor.type == "user" and actor.id else None
-    for workspace_id in workspace_ids:
-        await _lock_workspace(session, workspace_id)
+    for workspace_id in await lock_rows(session, Workspace, workspace_ids):
         membership = await _active_membership(session, workspace_id, user_id)
         if membership is None:
             continue
@@ -408,7 +427,11 @@ def _one_line(value: str, limit: int = 120) -> str:
 async def _send_invitation_mail(session: AsyncSession, *, invitation: Invitation, workspace: Workspace,
                                 inviter_id: uuid.UUID, token: str, policy: InvitationPolicy, now: datetime,
                                 reason: str) -> None:
-    """Queue the mail in the outbox (same transaction) and count it against the daily limit."""
+    """Queue the mail in the outbox (same transaction) and count it against the daily limit of the workspace
+    and against the sender's own limit across all their workspaces (TENET_INVITATION_SENDER_LIMIT)."""
+    await consume_in(session, f"invitation-send:user:{inviter_id}", policy.sender_limit, now,
+                     error=lambda retry_after: errors.InvitationSenderLimitReached(
+                         retry_after_seconds=retry_after, limit=policy.sender_limit.limit))
     inviter = await iam_service.get_user(session, inviter_id)
     inviter_name, workspace_name = _one_line(inviter.display_name), _one_line(workspace.name)
     link = accept_link(policy.public_base_url, token)
@@ -454,9 +477,8 @@ async def _expire_if_due(session: AsyncSession, invitation: Invitation, now: dat
     """Mark one PENDING invitation EXPIRED when its time has passed (under the workspace lock)."""
     if invitation.status != "PENDING" or invitation.expires_at > now:
         return False
-    await lifecycles.transition_many(session, lifecycles.INVITATION, "expire", model=Invitation,
-                                     where=(Invitation.id == invitation.id, Invitation.expires_at <= now),
-                                     values={"expired_at": now})
+    await transition(session, lifecycles.INVITATION, "expire", model=Invitation,
+                     where=(Invitation.id == invitation.id, Invitation.expires_at <= now), values={"expired_at": now})
     await audit.record(session, action="workspace.invitation.expired", actor=Actor.system(),
                        subject=("invitation", invitation.id), scope=_scope(invitation.workspace_id), now=now)
     return True
@@ -518,22 +540,36 @@ async def _invitation_command(session: AsyncSession, invitation_id: uuid.UUID,
     return workspace, invitation
 
 
-def _invitation_conflict(invitation_id: uuid.UUID):
-    def conflict(status: str) -> errors.DomainError:
-        error = errors.TERMINAL_INVITATION_ERRORS.get(status, errors.InvitationExpired)  # PENDING: past its time
-        return error(invitation_id=str(invitation_id), invitation_status=status)
+def _invitation_refusal(now: datetime, *, token_digest: str | None = None):
+    """The stable error for an invitation transition that matched no row: its terminal state's code; for a
+    PENDING one, expired (past its time) or, for an accept, the token replaced by a resend meanwhile."""
 
-    return conflict
+    def refuse(refusal: Refusal[Invitation]) -> errors.DomainError:
+        current = refusal.current
+        if current is None:
+            return errors.InvitationNotFound()
+        if refusal.reason == "precondition" and token_digest is not None and current.token_digest != token_digest \
+                and current.expires_at > now:
+            return errors.InvitationTokenInvalid()
+        error = errors.TERMINAL_INVITATION_ERRORS.get(current.status, errors.InvitationExpired)
+        return error(invitation_id=str(current.id), invitation_status=current.status)
+
+    return refuse
+
+
+def _workspace_refusal(refusal: Refusal[Workspace]) -> errors.DomainError:
+    if refusal.current is None or refusal.status == "DELETED":
+        return errors.WorkspaceNotFound()
+    return errors.WorkspaceNotActive(workspace_id=str(refusal.current.id), workspace_status=refusal.status)
 
 
 async def revoke_invitation(session: AsyncSession, *, invitation_id: uuid.UUID, actor_id: uuid.UUID,
                             now: datetime) -> Invitation:
     """PENDING -> REVOKED; its token never yields membership (WS-INV-06)."""
     workspace, _ = await _invitation_command(session, invitation_id, actor_id)
-    invitation = await apply_transition(
+    invitation = await transition(
         session, lifecycles.INVITATION, "revoke", model=Invitation, id=invitation_id,
-        values={"revoked_at": now, "revoked_by": actor_id},
-        conflict=_invitation_conflict(invitation_id), not_found=errors.InvitationNotFound, version_attr="version",
+        values={"revoked_at": now, "revoked_by": actor_id}, refuse=_invitation_refusal(now),
     )
     await audit.record(session, action="workspace.invitation.revoked", actor=Actor.user(actor_id),
                        subject=("invitation", invitation_id), scope=_scope(workspace.id), now=now,
@@ -548,11 +584,10 @@ async def resend_invitation(session: AsyncSession, *, invitation_id: uuid.UUID, 
     workspace, _ = await _invitation_command(session, invitation_id, actor_id)
     await _check_daily_limit(session, workspace.id, policy, now)
     token = new_secret(TOKEN_PREFIX)
-    invitation = await apply_transition(
+    invitation = await transition(
         session, lifecycles.INVITATION, "resend", model=Invitation, id=invitation_id,
         values={"token_digest": digest(token), "expires_at": now + policy.ttl, "last_sent_at": now},
-        where=(Invitation.expires_at > now,),
-        conflict=_invitation_conflict(invitation_id), not_found=errors.InvitationNotFound, version_attr="version",
+        where=(Invitation.expires_at > now,), refuse=_invitation_refusal(now),
     )
     await _send_invitation_mail(session, invitation=invitation, workspace=workspace, inviter_id=actor_id,
                                 token=token, policy=policy, now=now, reason="resend")
@@ -575,6 +610,9 @@ async def accept_invitation(session: AsyncSession, *, token: str, user_id: uuid.
         select(Invitation.workspace_id).where(Invitation.token_digest == token_digest))).scalar_one_or_none()
     if workspace_id is None:
         raise errors.InvitationTokenInvalid()
+    # Account, then workspace (the global lock order): a concurrent deletion of this account either runs
+    # first (and we refuse) or waits for us and then ends the membership we create (WS-INV-10).
+    await iam_service.require_active_accounts(session, [user_id])
     await _lock_workspace(session, workspace_id)
     # Re-read under the lock: a resend may have replaced the token meanwhile.
     invitation = (await session.scalars(
@@ -593,11 +631,11 @@ async def accept_invitation(session: AsyncSession, *, token: str, user_id: uuid.
         raise errors.WorkspaceNotActive(workspace_id=str(workspace_id), workspace_status=workspace.status)
     if invitation.status == "PENDING" and await _active_membership(session, workspace_id, user_id) is not None:
         raise errors.AlreadyMember(user_id=str(user_id))
-    invitation = await apply_transition(
+    invitation = await transition(
         session, lifecycles.INVITATION, "accept", model=Invitation, id=invitation.id,
         values={"accepted_at": now, "accepted_by": user_id},
         where=(Invitation.token_digest == token_digest, Invitation.expires_at > now),
-        conflict=_invitation_conflict(invitation.id), not_found=errors.InvitationTokenInvalid, version_attr="version",
+        refuse=_invitation_refusal(now, token_digest=token_digest),
     )
     membership = Membership(id=uuid.uuid4(), workspace_id=workspace_id, user_id=user_id, role=invitation.role,
                             status="ACTIVE", version=1, invitation_id=invitation.id, joined_at=now, updated_at=now)
@@ -636,7 +674,7 @@ async def expire_due_invitations(session: AsyncSession, *, now: datetime,
                  "AND i.status = 'PENDING' AND i.expires_at <= :now)", {"now": now}, limit)
     if not locked:
         return []
-    expired = await lifecycles.transition_many(
+    expired = await transition(
         session, lifecycles.INVITATION, "expire", model=Invitation,
         where=(Invitation.workspace_id.in_(locked), Invitation.expires_at <= now), values={"expired_at": now},
     )

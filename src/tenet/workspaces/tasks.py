@@ -1,8 +1,8 @@
 """Periodic jobs of workspaces: invitation expiry and the completion of workspace deletions.
 
-Each job body is a boundary: it opens units of work through `runtime().db` and commits each batch. Accept
-checks expiry itself, so a sweep that runs late never lets an expired token through; the sweep makes the
-state visible (EXPIRED) and frees the (workspace, email) slot.
+Each commits batch by batch (`unit_of_work=False`): a sweep of many workspaces must not hold one long
+transaction. Accept checks expiry itself, so a sweep that runs late never lets an expired token through;
+the sweep makes the state visible (EXPIRED) and frees the (workspace, email) slot.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from datetime import datetime
 import procrastinate
 
 from tenet.db.database import Database
-from tenet.kernel.jobs import runtime
+from tenet.kernel.jobs import JobScope, job
 from tenet.workspaces import service
 
 log = logging.getLogger(__name__)
@@ -43,22 +43,17 @@ async def sweep_workspace_deletions(db: Database, now: datetime) -> int:
             return total
 
 
-@blueprint.periodic(cron="* * * * *")
-@blueprint.task(name="expire_invitations", queueing_lock="workspace.expire_invitations", pass_context=False)
-async def expire_invitations(timestamp: int) -> int:
-    rt = runtime()
-    count = await sweep_expired_invitations(rt.db, rt.clock.now())
+@job(blueprint, name="expire_invitations", cron="* * * * *", unit_of_work=False)
+async def expire_invitations(scope: JobScope, timestamp: int) -> int:
+    count = await sweep_expired_invitations(scope.db, scope.now)
     if count:
         log.info("expired invitations", extra={"count": count})
     return count
 
 
-@blueprint.periodic(cron="* * * * *")
-@blueprint.task(name="finish_workspace_deletions", queueing_lock="workspace.finish_workspace_deletions",
-                pass_context=False)
-async def finish_workspace_deletions(timestamp: int) -> int:
-    rt = runtime()
-    count = await sweep_workspace_deletions(rt.db, rt.clock.now())
+@job(blueprint, name="finish_workspace_deletions", cron="* * * * *", unit_of_work=False)
+async def finish_workspace_deletions(scope: JobScope, timestamp: int) -> int:
+    count = await sweep_workspace_deletions(scope.db, scope.now)
     if count:
         log.info("finished workspace deletions", extra={"count": count})
     return count

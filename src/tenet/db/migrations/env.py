@@ -9,9 +9,12 @@ from sqlalchemy import pool
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-import tenet.models  # noqa: F401  (registers every domain's tables on the metadata)
-from tenet.db.base import APP_SCHEMAS, Base
+from tenet.db.base import Base
 from tenet.db.database import async_url
+from tenet.domains import load_all, schemas
+
+load_all()  # every domain's tables on the metadata
+APP_SCHEMAS = schemas()
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,0 +1,30 @@
+"""Identity's settings section (composed into tenet.settings.Settings)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from tenet.kernel.settings import SECTION_CONFIG, Rate, RateSetting, env
+
+
+class IamSettings(BaseSettings):
+    model_config = SECTION_CONFIG
+
+    access_token_ttl_seconds: int = Field(
+        900, ge=30, validation_alias=env("TENET_ACCESS_TOKEN_TTL_SECONDS", "access_token_ttl_seconds")
+    )
+    refresh_token_ttl_days: int = Field(
+        30, ge=1, validation_alias=env("TENET_REFRESH_TOKEN_TTL_DAYS", "refresh_token_ttl_days")
+    )
+    # argon2id cost; the defaults are argon2-cffi's (RFC 9106 "low memory"). Tests lower them for speed.
+    password_hash_time_cost: int = Field(
+        3, ge=1, validation_alias=env("TENET_PASSWORD_HASH_TIME_COST", "password_hash_time_cost"))
+    password_hash_memory_kib: int = Field(
+        65536, ge=8, validation_alias=env("TENET_PASSWORD_HASH_MEMORY_KIB", "password_hash_memory_kib"))
+    login_failure_limit: RateSetting = Field(
+        Rate.parse("10/15min"), validation_alias=env("TENET_LOGIN_FAILURE_LIMIT", "login_failure_limit")
+    )
+    registration_limit: RateSetting = Field(
+        Rate.parse("20/hour"), validation_alias=env("TENET_REGISTRATION_LIMIT", "registration_limit")
+    )

@@ -1,0 +1,136 @@
+"""The transaction-free read path: statements on autocommit connections from a pool of their own.
+
+Writes run in the unit of work (one transaction, committed at the boundary). A read that needs no snapshot
+across statements does not need a transaction at all: on an autocommit connection a one-statement read is
+one round trip (no BEGIN, no COMMIT, no pre-ping), and each statement sees everything committed before it
+started (READ COMMITTED's per-statement snapshot). Every domain's GET routes use this path; the rule of
+which reads may (docs/decisions.md, "The read path"): a route may use it when each statement is
+self-consistent on its own — one statement per answer, or statements whose results need not agree with
+each other (a page, then the names of its rows). A read that must see several statements at one moment
+uses a unit of work instead.
+
+Statements are SQL text with psycopg's named placeholders (`%(id)s`); rows come back as dicts. Hot reads
+are written as one statement on purpose: the read path makes the round trips visible.
+
+A read is safe to repeat, so a statement that fails because its connection broke (the server restarted,
+the connection was killed) is retried once on a fresh connection; when that fails too, or no connection
+can be had in time, the caller gets 503 SERVICE_UNAVAILABLE with Retry-After, never a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from sqlalchemy.ext.asyncio import AsyncConnection as SqlAlchemyConnection
+
+from tenet.kernel.errors import ServiceUnavailable
+
+log = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+Params = Mapping[str, Any] | None
+
+
+class Reads(Protocol):
+    """What a read handler may do: run a statement and take its rows."""
+
+    async def all(self, sql: str, params: Params = None) -> list[Row]: ...
+
+    async def one(self, sql: str, params: Params = None) -> Row | None: ...
+
+    async def value(self, sql: str, params: Params = None) -> Any: ...
+
+
+def _unavailable() -> ServiceUnavailable:
+    return ServiceUnavailable("The database is not reachable right now", headers={"Retry-After": "2"})
+
+
+class PooledReads:
+    """Production: a psycopg pool of autocommit connections, separate from the unit of work's pool."""
+
+    def __init__(self, conninfo: str, *, size: int, timeout: float, application_name: str = "tenet-read") -> None:
+        self.pool = AsyncConnectionPool(
+            conninfo, min_size=size, max_size=size, timeout=timeout, open=False,
+            kwargs={"autocommit": True, "application_name": application_name},
+            name="tenet-read",
+        )
+        self._opened = False
+
+    async def open(self) -> None:
+        # Do not wait for the connections: the service starts (and /readyz answers 503) while the
+        # database is still coming up.
+        if not self._opened:
+            self._opened = True
+            await self.pool.open(wait=False)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def _execute(self, sql: str, params: Params, fetch: str) -> Any:
+        if not self._opened:
+            await self.open()
+        for attempt in (1, 2):
+            connection: psycopg.AsyncConnection[Any] | None = None
+            try:
+                async with self.pool.connection() as connection, connection.cursor(row_factory=dict_row) as cursor:
+                    await cursor.execute(sql, params)  # type: ignore[arg-type]  # SQL text is the contract here
+                    if fetch == "all":
+                        return await cursor.fetchall()
+                    return await cursor.fetchone()
+            except PoolTimeout:
+                log.warning("read path: no connection within the pool timeout")
+                raise _unavailable() from None
+            except psycopg.OperationalError:
+                broken = connection is None or connection.broken or connection.closed
+                if not broken:
+                    raise  # a statement error (timeout, cancel) on a healthy connection: not ours to retry
+                if attempt == 2:
+                    log.warning("read path: the database is unreachable")
+                    raise _unavailable() from None
+                # The pool discards the broken connection when it comes back; try a fresh one.
+                log.info("read path: retrying on a fresh connection after a broken one")
+        raise AssertionError("unreachable")
+
+    async def all(self, sql: str, params: Params = None) -> list[Row]:
+        rows: list[Row] = await self._execute(sql, params, "all")
+        return rows
+
+    async def one(self, sql: str, params: Params = None) -> Row | None:
+        row: Row | None = await self._execute(sql, params, "one")
+        return row
+
+    async def value(self, sql: str, params: Params = None) -> Any:
+        row = await self.one(sql, params)
+        return None if row is None else next(iter(row.values()))
+
+
+class BoundReads:
+    """Tests: reads run on the one connection the test's transaction lives on (rolled back at the end), so
+    they see what the test wrote without committing it."""
+
+    def __init__(self, connection: SqlAlchemyConnection) -> None:
+        self._connection = connection
+
+    async def _cursor_run(self, sql: str, params: Params, fetch: str) -> Any:
+        raw = await self._connection.get_raw_connection()
+        driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+        async with driver.cursor(row_factory=dict_row) as cursor:
+            await cursor.execute(sql, params)  # type: ignore[arg-type]
+            return await (cursor.fetchall() if fetch == "all" else cursor.fetchone())
+
+    async def all(self, sql: str, params: Params = None) -> list[Row]:
+        rows: list[Row] = await self._cursor_run(sql, params, "all")
+        return rows
+
+    async def one(self, sql: str, params: Params = None) -> Row | None:
+        row: Row | None = await self._cursor_run(sql, params, "one")
+        return row
+
+    async def value(self, sql: str, params: Params = None) -> Any:
+        row = await self.one(sql, params)
+        return None if row is None else next(iter(row.values()))

@@ -1,0 +1,195 @@
+"""The kernel's settings section, the rate type every limit uses, and how sections become one Settings.
+
+Each domain declares its own settings section (a `pydantic_settings.BaseSettings` subclass in its
+`settings.py`) in its `Domain` declaration; `tenet.settings.Settings` is the class that inherits from the
+kernel's section and every declared one, so one object read from the environment (and `.env`) serves the
+whole process. Code reads a section through its own type: the kernel types against `KernelSettings`, a
+domain against its section (`section(settings, WorkspaceSettings)`), so neither needs the all-domain class.
+The variable names are part of the contract (API.md, "Running it").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, cast
+
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+_UNITS = {
+    "s": 1, "sec": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Rate:
+    """`limit` events per `window`, written like `10/15min`, `20/hour` or `200/24hour`."""
+
+    limit: int
+    window: timedelta
+
+    @classmethod
+    def parse(cls, text: str) -> Rate:
+        match = _RATE.match(text.lower())
+        if not match or match.group(3) not in _UNITS:
+            raise ValueError(f"not a rate like '10/15min': {text!r}")
+        limit, multiplier, unit = int(match.group(1)), int(match.group(2) or 1), match.group(3)
+        if limit < 1 or multiplier < 1:
+            raise ValueError(f"a rate needs a positive limit and window: {text!r}")
+        return cls(limit=limit, window=timedelta(seconds=multiplier * _UNITS[unit]))
+
+    def __str__(self) -> str:
+        return f"{self.limit}/{int(self.window.total_seconds())}s"
+
+
+def _to_rate(value: Any) -> Rate:
+    return value if isinstance(value, Rate) else Rate.parse(str(value))
+
+
+# NoDecode: the environment holds "10/15min", not JSON.
+RateSetting = Annotated[Rate, NoDecode, BeforeValidator(_to_rate)]
+
+
+def env(*names: str) -> AliasChoices:
+    """The environment variable(s) of a field; the field's own name is accepted too (tests, .env)."""
+    return AliasChoices(*names)
+
+
+SECTION_CONFIG = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True, frozen=True)
+
+
+class MissingSecretKey(RuntimeError):
+    """The service would sign tokens with a key other processes do not share."""
+
+
+class KernelSettings(BaseSettings):
+    """What every process needs: the database, the signing key, mail, the public address, logging."""
+
+    model_config = SECTION_CONFIG
+
+    # --- database -------------------------------------------------------------------------------
+    database_url: str | None = Field(None, validation_alias=env("DATABASE_URL", "database_url"))
+    data_dir: Path = Field(Path("./var"), validation_alias=env("TENET_DATA_DIR", "data_dir"))
+    # Internal: `tenet serve` hands the embedded server's address to its worker processes here, so they
+    # join the server it started without becoming a DATABASE_URL deployment.
+    embedded_database_url: str | None = Field(None, validation_alias=env("TENET_EMBEDDED_DATABASE_URL"))
+    # Size the pool to the concurrent requests one process serves: connections above pool_size (the
+    # overflow) are closed when returned, and reconnecting per request cost 20% of throughput in the
+    # auth_me bench. Keep processes x (writes + reads) under the server's max_connections.
+    db_pool_size: int = Field(20, ge=1, validation_alias=env("TENET_DB_POOL_SIZE", "db_pool_size"))
+    db_max_overflow: int = Field(5, ge=0, validation_alias=env("TENET_DB_MAX_OVERFLOW", "db_max_overflow"))
+    db_pool_timeout_seconds: float = Field(
+        10.0, gt=0, validation_alias=env("TENET_DB_POOL_TIMEOUT", "db_pool_timeout_seconds")
+    )
+    # The transaction-free read path has a pool of its own (kernel/reads.py): reads never wait behind
+    # writes holding their connections, and the two are sized separately.
+    db_read_pool_size: int = Field(10, ge=1, validation_alias=env("TENET_DB_READ_POOL_SIZE", "db_read_pool_size"))
+
+    # --- security -------------------------------------------------------------------------------
+    secret_key: SecretStr | None = Field(None, validation_alias=env("TENET_SECRET_KEY", "secret_key"))
+    max_json_body_bytes: int = Field(
+        1_048_576, ge=1024, validation_alias=env("TENET_MAX_JSON_BODY_BYTES", "max_json_body_bytes")
+    )
+
+    # --- mail -----------------------------------------------------------------------------------
+    smtp_host: str | None = Field(None, validation_alias=env("TENET_SMTP_HOST", "smtp_host"))
+    smtp_port: int = Field(25, validation_alias=env("TENET_SMTP_PORT", "smtp_port"))
+    smtp_username: str | None = Field(None, validation_alias=env("TENET_SMTP_USERNAME", "smtp_username"))
+    smtp_password: SecretStr | None = Field(None, validation_alias=env("TENET_SMTP_PASSWORD", "smtp_password"))
+    smtp_starttls: bool = Field(False, validation_alias=env("TENET_SMTP_STARTTLS", "smtp_starttls"))
+    mail_from: str = Field("Tenet <no-reply@tenet.example>", validation_alias=env("TENET_MAIL_FROM", "mail_from"))
+
+    # --- shared business defaults ---------------------------------------------------------------
+    default_timezone: str = Field(
+        "America/Los_Angeles", validation_alias=env("TENET_DEFAULT_TIMEZONE", "default_timezone")
+    )
+    public_base_url: str = Field(
+        "http://127.0.0.1:8000", validation_alias=env("TENET_PUBLIC_BASE_URL", "public_base_url")
+    )
+
+    # --- operations -----------------------------------------------------------------------------
+    log_level: str = Field("INFO", validation_alias=env("TENET_LOG_LEVEL", "log_level"))
+    log_format: str = Field("json", pattern="^(json|console)$", validation_alias=env("TENET_LOG_FORMAT", "log_format"))
+
+    @field_validator("secret_key")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        # HS256 with a short key is brute-forceable (RFC 7518 §3.2 asks for at least 256 bits).
+        if value is not None and len(value.get_secret_value()) < 32:
+            raise ValueError("TENET_SECRET_KEY must be at least 32 characters")
+        return value
+
+    @property
+    def uses_embedded_database(self) -> bool:
+        return not self.database_url
+
+    @property
+    def configured_database_url(self) -> str | None:
+        """DATABASE_URL, else the embedded server's address when a parent process already resolved it."""
+        return self.database_url or self.embedded_database_url
+
+    @property
+    def pgdata_dir(self) -> Path:
+        return self.data_dir.resolve() / "pgdata"
+
+    def signing_key(self) -> str:
+        """The signing key: TENET_SECRET_KEY, or (development only, on the embedded database) one generated
+        into the data dir. With DATABASE_URL and no TENET_SECRET_KEY this refuses (MissingSecretKey): each
+        machine of a fleet would generate its own key and tokens would fail across the load balancer."""
+        if self.secret_key is not None:
+            return self.secret_key.get_secret_value()
+        if not self.uses_embedded_database:
+            raise MissingSecretKey(
+                "TENET_SECRET_KEY is not set. With DATABASE_URL (a shared database, possibly several machines) "
+                "every process must sign tokens with the same key: set TENET_SECRET_KEY to the same random "
+                "value of at least 32 characters everywhere (for example: python -c 'import secrets; "
+                "print(secrets.token_urlsafe(48))')."
+            )
+        path = self.data_dir.resolve() / "secret_key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Write aside, then hard-link into place: when several processes start at once exactly one
+            # key wins and nobody ever reads a half-written file.
+            scratch = path.with_name(f"secret_key.{os.getpid()}.tmp")
+            scratch.write_text(secrets.token_urlsafe(48), encoding="ascii")
+            scratch.chmod(0o600)
+            try:
+                os.link(scratch, path)
+            except FileExistsError:
+                pass
+            finally:
+                scratch.unlink()
+        return path.read_text(encoding="ascii").strip()
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def compose(sections: Iterable[type[BaseSettings]]) -> type[KernelSettings]:
+    """One settings class inheriting the kernel's section and every domain's (duplicates dropped)."""
+    bases: list[type[BaseSettings]] = []
+    for section in sections:
+        if section is not KernelSettings and section not in bases:
+            bases.append(section)
+    # Later sections first in the MRO is irrelevant (field names never collide: a test checks), but the
+    # kernel's section comes last so its model_config is the one in force.
+    composed = type("Settings", (*bases, KernelSettings), {"__module__": "tenet.settings",
+                                                            "model_config": SECTION_CONFIG})
+    return cast(type[KernelSettings], composed)
+
+
+def section(settings: BaseSettings, kind: type[S]) -> S:
+    """`settings` seen as one section: the composed object is an instance of every section's class."""
+    if not isinstance(settings, kind):
+        raise TypeError(f"these settings have no {kind.__name__} section: is its domain in tenet.domains?")
+    return settings
