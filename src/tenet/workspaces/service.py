@@ -51,6 +51,7 @@ TOKEN_PREFIX = "wsi"  # recognisable by secret scanners, like identity's `rt_` a
 SEND_WINDOW = timedelta(days=1)
 SWEEP_BATCH = 200
 MAIL_KIND = "workspace.invitation"
+DEFAULT_SENDER_LIMIT = Rate.parse("200/24hour")
 
 
 
@@ -61,7 +62,7 @@ class InvitationPolicy:
     ttl: timedelta
     daily_limit: int
     public_base_url: str
-    sender_limit: Rate = Rate.parse("200/24hour")
+    sender_limit: Rate = DEFAULT_SENDER_LIMIT
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> InvitationPolicy:
