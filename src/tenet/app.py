@@ -19,7 +19,7 @@ from tenet.iam.tokens import AccessTokens
 from tenet.kernel.clock import Clock, SystemClock
 from tenet.kernel.http import API_PREFIX, BodySizeLimitMiddleware, install_error_handlers, install_openapi
 from tenet.kernel.idempotency import IdempotencyMiddleware
-from tenet.kernel.outbox import OutboxDispatcher
+from tenet.kernel.outbox import OutboxDispatcher, install_delivery
 from tenet.kernel.ratelimit import RateLimiter
 from tenet.observability import ObservabilityMiddleware, configure_logging
 from tenet.settings import Settings
@@ -66,12 +66,14 @@ def create_app(
                 pool_timeout=settings.db_pool_timeout_seconds,
             )
         app.state.rate_limiter = RateLimiter(app.state.db)
+        mail = settings.mail()
         dispatcher = None
-        if run_background_tasks and settings.smtp_host:
-            dispatcher = OutboxDispatcher(app.state.db, settings, app.state.clock)
+        if run_background_tasks and mail.smtp_configured:
+            dispatcher = OutboxDispatcher(app.state.db, mail, app.state.clock)
             dispatcher.start()
         try:
-            yield
+            with install_delivery(mail, dispatcher=dispatcher):
+                yield
         finally:
             if dispatcher is not None:
                 await dispatcher.stop()

@@ -10,6 +10,7 @@ from tenet.db.database import Database, libpq_url
 from tenet.kernel import tasks as kernel_tasks
 from tenet.kernel.clock import Clock, SystemClock
 from tenet.kernel.jobs import JobRuntime, install_runtime
+from tenet.kernel.outbox import install_delivery
 from tenet.settings import Settings
 from tenet.workspaces import tasks as workspace_tasks
 
@@ -34,9 +35,11 @@ async def run_worker(settings: Settings, url: str, *, concurrency: int = 4, wait
     install_runtime(JobRuntime(settings=settings, db=db, clock=clock or SystemClock()))
     app = build_job_app(url)
     try:
-        async with app.open_async():
-            log.info("worker started", extra={"concurrency": concurrency, "tasks": sorted(app.tasks)})
-            await app.run_worker_async(concurrency=concurrency, wait=wait, install_signal_handlers=wait)
+        # No dispatcher here: mail that jobs write waits for the periodic delivery job.
+        with install_delivery(settings.mail()):
+            async with app.open_async():
+                log.info("worker started", extra={"concurrency": concurrency, "tasks": sorted(app.tasks)})
+                await app.run_worker_async(concurrency=concurrency, wait=wait, install_signal_handlers=wait)
     finally:
         install_runtime(None)
         await db.dispose()
