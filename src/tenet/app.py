@@ -20,7 +20,7 @@ from tenet.iam.settings import IamSettings
 from tenet.iam.tokens import AccessTokens
 from tenet.kernel.clock import Clock, SystemClock
 from tenet.kernel.http import BodyLimitMiddleware, install_error_handlers, install_openapi
-from tenet.kernel.outbox import OutboxDispatcher
+from tenet.kernel.outbox import OutboxDispatcher, install_delivery
 from tenet.kernel.ratelimit import RateLimiter
 from tenet.kernel.settings import KernelSettings, section
 from tenet.observability import ObservabilityMiddleware, configure_logging
@@ -66,16 +66,18 @@ def create_app(
                 pool_timeout=settings.db_pool_timeout_seconds, read_pool_size=settings.db_read_pool_size,
             )
         app.state.rate_limiter = RateLimiter(app.state.db)
+        mail = settings.mail()
         dispatcher = None
-        if run_background_tasks and settings.smtp_host:
-            dispatcher = OutboxDispatcher(app.state.db, settings, app.state.clock)
+        if run_background_tasks and mail.smtp_configured:
+            dispatcher = OutboxDispatcher(app.state.db, mail, app.state.clock)
             dispatcher.start()
         # Everything allocated so far lives as long as the process: keep it out of the collector's
         # generations so each collection scans only what requests allocate.
         gc.collect()
         gc.freeze()
         try:
-            yield
+            with install_delivery(mail, dispatcher=dispatcher):
+                yield
         finally:
             if dispatcher is not None:
                 await dispatcher.stop()

@@ -9,6 +9,7 @@ from tenet.iam.permissions import Role
 from tenet.iam.settings import IamSettings
 from tenet.kernel.audit import Actor
 from tenet.kernel.clock import SystemClock
+from tenet.kernel.outbox import install_delivery
 from tenet.kernel.pagination import MAX_LIMIT, PageParams
 from tenet.kernel.settings import KernelSettings, section
 from tenet.workspaces import service as workspaces_service
@@ -35,15 +36,17 @@ async def load_demo(settings: KernelSettings, url: str) -> list[str]:
     now = SystemClock().now()
     lines = []
     try:
-        async with db.unit_of_work() as session:
-            for email, name, roles in DEMO_USERS:
-                if await iam_service.find_user_by_email(session, email) is None:
-                    await iam_service.create_user(session, passwords=passwords, email=email, password=DEMO_PASSWORD,
-                                                  display_name=name, now=now, actor=Actor.system(), roles=roles)
-                    lines.append(f"created {email} ({', '.join(roles)}) with password {DEMO_PASSWORD}")
-                else:
-                    lines.append(f"kept {email}")
-            lines.append(await _load_workspace_demo(session, settings, now))
+        # A CLI boundary: the pending invitation mail is logged only where SMTP is not configured.
+        with install_delivery(settings.mail()):
+            async with db.unit_of_work() as session:
+                for email, name, roles in DEMO_USERS:
+                    if await iam_service.find_user_by_email(session, email) is None:
+                        await iam_service.create_user(session, passwords=passwords, email=email, password=DEMO_PASSWORD,
+                                                      display_name=name, now=now, actor=Actor.system(), roles=roles)
+                        lines.append(f"created {email} ({', '.join(roles)}) with password {DEMO_PASSWORD}")
+                    else:
+                        lines.append(f"kept {email}")
+                lines.append(await _load_workspace_demo(session, settings, now))
     finally:
         await db.dispose()
     return lines

@@ -10,6 +10,7 @@ from tenet.db.database import Database, libpq_url
 from tenet.domains import load_all
 from tenet.kernel.clock import Clock, SystemClock
 from tenet.kernel.jobs import JobRuntime, runtime_context
+from tenet.kernel.outbox import install_delivery
 from tenet.kernel.settings import KernelSettings
 
 log = logging.getLogger(__name__)
@@ -41,10 +42,12 @@ async def run_worker(settings: KernelSettings, url: str, *, concurrency: int = 4
     runtime = JobRuntime(db=db, clock=clock or SystemClock(), settings=settings)
     app = build_job_app(url)
     try:
-        async with app.open_async():
-            log.info("worker started", extra={"concurrency": concurrency, "tasks": sorted(app.tasks)})
-            await app.run_worker_async(concurrency=concurrency, wait=wait, install_signal_handlers=wait,
-                                       additional_context=runtime_context(runtime))
+        # No dispatcher here: mail that jobs write waits for the periodic delivery job.
+        with install_delivery(settings.mail()):
+            async with app.open_async():
+                log.info("worker started", extra={"concurrency": concurrency, "tasks": sorted(app.tasks)})
+                await app.run_worker_async(concurrency=concurrency, wait=wait, install_signal_handlers=wait,
+                                           additional_context=runtime_context(runtime))
     finally:
         await db.dispose()
         log.info("worker stopped")

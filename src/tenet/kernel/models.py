@@ -86,13 +86,19 @@ class RateLimitCounter(Base):
 
 
 class EmailOutbox(Base):
-    """Mail written in the same transaction as the change that causes it; delivered after commit."""
+    """Mail written in the same transaction as the change that causes it; delivered after commit.
+
+    A deliverer holds a pending row by a claim (`claim_token`, lease `claimed_until`) while it sends it
+    outside any transaction (KERNEL-INV-04); the row is claimable again when the lease has run out.
+    """
 
     __tablename__ = "email_outbox"
     __table_args__ = (
         CheckConstraint("status IN ('pending', 'sent', 'failed')", name="status"),
         CheckConstraint("(status = 'sent') = (sent_at IS NOT NULL)", name="sent_has_time"),
         CheckConstraint("attempts >= 0", name="attempts_non_negative"),
+        CheckConstraint("(claim_token IS NULL) = (claimed_until IS NULL)", name="claim_has_lease"),
+        CheckConstraint("claim_token IS NULL OR status = 'pending'", name="claim_only_pending"),
         Index("ix_email_outbox_due", "next_attempt_at", postgresql_where=text("status = 'pending'")),
         {"schema": SCHEMA},
     )
@@ -108,6 +114,8 @@ class EmailOutbox(Base):
     next_attempt_at: Mapped[datetime]
     sent_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(Text)
+    claim_token: Mapped[uuid.UUID | None]
+    claimed_until: Mapped[datetime | None]
 
 
 class JobRun(Base):

@@ -72,12 +72,31 @@ register(
 register(
     id="KERNEL-INV-04",
     domain="kernel",
-    statement="Mail is marked sent only with its send time, and is sent by at most one process.",
+    statement="A mail has at most one live claim at a time (only a pending mail is claimed, and every claim "
+              "has a lease), and a mail marked sent carries its send time. Delivery is at-least-once: a crash "
+              "between the send and its mark re-sends the mail after the lease.",
     scope="kernel.email_outbox",
-    counterexample="status = 'sent' with sent_at NULL; two processes sending the same row.",
-    db=("ck_email_outbox_sent_has_time", "ck_email_outbox_status"),
-    app="Delivery claims rows with FOR UPDATE SKIP LOCKED inside the transaction that marks them sent.",
+    counterexample="Two deliverers sending the same row at once; a sent or failed row still claimed; a claim "
+                   "token without its lease (others would take the row while it is sent); status = 'sent' with "
+                   "sent_at NULL.",
+    db=("ck_email_outbox_sent_has_time", "ck_email_outbox_status", "ck_email_outbox_claim_has_lease",
+        "ck_email_outbox_claim_only_pending"),
+    app="Deliverers claim due rows whose lease ran out (FOR UPDATE SKIP LOCKED + UPDATE .. RETURNING) in a "
+        "short transaction, send outside any transaction, start a send only when it ends inside the lease, "
+        "and record each outcome with an UPDATE conditioned on their claim token.",
     error_code=None,
-    concurrency="Row locks with SKIP LOCKED: a row being sent is invisible to other deliverers.",
-    detector="SELECT id FROM kernel.email_outbox WHERE (status = 'sent') <> (sent_at IS NOT NULL)",
+    concurrency="SKIP LOCKED gives concurrent claims disjoint rows; the lease condition, re-checked on the "
+                "locked row, keeps a committed claim's rows from everyone else until the lease ends. Proven by "
+                "tests/concurrency/test_outbox_races.py (two deliverers, a slow SMTP server: each mail arrives "
+                "once; it fails without the lease condition).",
+    detector="""
+        SELECT id, 'sent without its time' AS problem FROM kernel.email_outbox
+         WHERE (status = 'sent') <> (sent_at IS NOT NULL)
+        UNION ALL
+        SELECT id, 'claimed but not pending' FROM kernel.email_outbox
+         WHERE claim_token IS NOT NULL AND status <> 'pending'
+        UNION ALL
+        SELECT id, 'claim without a lease' FROM kernel.email_outbox
+         WHERE (claim_token IS NULL) <> (claimed_until IS NULL)
+    """,
 )

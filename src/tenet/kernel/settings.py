@@ -22,6 +22,8 @@ from typing import Annotated, Any, TypeVar, cast
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from tenet.kernel.mail import MailSettings
+
 _UNITS = {
     "s": 1, "sec": 1, "second": 1, "seconds": 1,
     "m": 60, "min": 60, "minute": 60, "minutes": 60,
@@ -141,6 +143,14 @@ class KernelSettings(BaseSettings):
     @property
     def pgdata_dir(self) -> Path:
         return self.data_dir.resolve() / "pgdata"
+
+    def mail(self) -> MailSettings:
+        """The outbox's mail settings."""
+        return MailSettings(
+            smtp_host=self.smtp_host or None, smtp_port=self.smtp_port, smtp_username=self.smtp_username,
+            smtp_password=self.smtp_password.get_secret_value() if self.smtp_password else None,
+            smtp_starttls=self.smtp_starttls, mail_from=self.mail_from,
+        )
 
     def signing_key(self) -> str:
         """The signing key: TENET_SECRET_KEY, or (development only, on the embedded database) one generated

@@ -22,9 +22,10 @@ JOB_RUN_RETENTION = timedelta(days=30)
 @job(blueprint, name="deliver_outbox", cron="* * * * *", unit_of_work=False)
 async def deliver_outbox(scope: JobScope, timestamp: int) -> int:
     """Deliver due mail (the API processes also deliver right after commit; this is the safety net)."""
-    if not scope.settings.smtp_host:
-        return 0
-    return await outbox.deliver_due(scope.db, outbox.SmtpSender(scope.settings), scope.now)
+    mail = scope.settings.mail()
+    if not mail.smtp_configured:
+        return 0  # development: mail stays in the outbox (it was logged after commit)
+    return await outbox.deliver_due(scope.db, outbox.SmtpSender(mail), scope.clock)
 
 
 @job(blueprint, name="purge_expired", cron="17 * * * *", unit_of_work=False)

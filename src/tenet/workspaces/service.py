@@ -29,6 +29,7 @@ from tenet.kernel import audit, events
 from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean_email, normalize_email
+from tenet.kernel.mail import header_text
 from tenet.kernel.outbox import enqueue_email
 from tenet.kernel.pagination import PageParams, keyset_page
 from tenet.kernel.ratelimit import consume_in
@@ -420,9 +421,9 @@ def accept_link(public_base_url: str, token: str) -> str:
 
 
 def _one_line(value: str, limit: int = 120) -> str:
-    # Names go into a mail header: no line breaks (header injection), bounded length.
-    flat = " ".join(value.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    # Names go into the subject and the text: one line, no control or bidi characters, bounded length.
+    # The outbox cleans every subject again; cleaning here keeps the body consistent with it.
+    return header_text(value, limit)
 
 
 async def _send_invitation_mail(session: AsyncSession, *, invitation: Invitation, workspace: Workspace,

@@ -2,7 +2,7 @@
 index the principal query uses (issues 6, 7)
 
 Revision ID: 3c1f0a9e7b21
-Revises: 54a4ea34f27b
+Revises: 3c8e5b1f9a27
 Create Date: 2026-12-01 10:00:00+00:00
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy.dialects import postgresql
 from tenet.db.migration_helpers import deny_all
 
 revision: str = "3c1f0a9e7b21"
-down_revision: str | Sequence[str] | None = "54a4ea34f27b"
+down_revision: str | Sequence[str] | None = "3c8e5b1f9a27"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
