@@ -33,7 +33,7 @@ class Context:
     users: int
 
 
-async def setup(client: httpx.AsyncClient) -> Context:
+async def setup(client: httpx.AsyncClient, database_url: str) -> Context:
     users = await register_users(client, USERS)
     me = users[len(users) // 2]  # one from the middle of the table, not the first row inserted
     return Context(user_id=me.id, token=await sign_in(client, me), users=len(users))
