@@ -38,8 +38,8 @@ and optionally
     def wrk_lua(context) -> str
         Lua for wrk when the requests vary: it defines `request()` (wrk's hook; build requests with
         `wrk.format(method, path, headers, body)`, which adds the headers of wrk_request) and may define
-        `scenario_init()` (per thread; `thread_index` 1..threads and `bench_run`, a label unique to the
-        wrk run such as "tenet-warmup", are set) and `scenario_response(status, body)`.
+        `scenario_init()` (per thread; `thread_index` 1..`bench_threads` and `bench_run`, a label unique
+        to the wrk run such as "tenet-warmup", are set) and `scenario_response(status, body)`.
 
     def check(client: httpx.Client, service: str, context) -> None
         Further checks of one service's answers before the load (`client` has its base URL); raise

@@ -17,8 +17,8 @@ MARKER = "BENCH_JSON "
 # Written into the script after the request lines and the scenario's Lua. wrk runs one Lua state per
 # thread plus one for setup/done, so the non-2xx counters live in the thread states and `done` sums them
 # through the thread handles that `setup` collected. `setup` also numbers the threads and `init` takes
-# the run's label from wrk's arguments, for scenarios that make every request unique. Latencies are in
-# microseconds; the JSON is built by hand because wrk's LuaJIT has no JSON library.
+# the run's label and the thread count from wrk's arguments, for scenarios that make every request unique.
+# Latencies are in microseconds; the JSON is built by hand because wrk's LuaJIT has no JSON library.
 _LUA_REPORT = r"""
 local threads = {}
 
@@ -30,6 +30,7 @@ end
 function init(args)
   non2xx = 0
   bench_run = args[1]
+  bench_threads = tonumber(args[2])
   if scenario_init then scenario_init() end
 end
 
@@ -137,12 +138,13 @@ def write_script(request: Request, path: Path, scenario_lua: str = "") -> Path:
 def run(wrk: str, *, url: str, request: Request, script: Path, threads: int, connections: int,
         duration: int, timeout: str, label: str) -> WrkResult:
     """One wrk run. `label` (letters, digits, dashes) reaches the script as `bench_run`: unique per run of
-    one benchmark, so a scenario can make values unique across the warm-up and the measured runs."""
+    one benchmark, so a scenario can make values unique across the warm-up and the measured runs. The
+    thread count reaches it as `bench_threads`."""
     command = [wrk, "-t", str(threads), "-c", str(connections), "-d", f"{duration}s", "--timeout", timeout,
                "-s", str(script)]
     for name, value in request.headers.items():
         command += ["-H", f"{name}: {value}"]
-    command += [url + request.path, "--", label]
+    command += [url + request.path, "--", label, str(threads)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=duration + 60)
     if result.returncode != 0:
         raise SystemExit(f"wrk failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
