@@ -5,29 +5,35 @@ worker processes), the same driver and the same statements against the same data
 FastAPI, the dependency system, Pydantic, the SQLAlchemy ORM and pool, token verification and our
 middleware. Tenet's numbers divided by these are the price of those layers.
 
-Every request, whatever its path (except /readyz), runs the statements of the plan in one transaction,
-as Tenet's unit of work does: psycopg opens it with BEGIN before the first statement and the pool's
-context manager COMMITs it. Configured through the environment by the harness:
+Every request, whatever its path (except /readyz), runs in one transaction, as Tenet's unit of work
+does: psycopg opens it with BEGIN before the first statement and the pool's context manager COMMITs it.
+What it runs is the scenario's: either a fixed list of statements (`baseline_sql`), answered as
+`{"results": [rows of each]}`, or the scenario's `baseline` handler, which reads the request (a cursor, a
+body) and answers like Tenet. Configured through the environment by the harness:
 
-    BENCH_BASELINE_PLAN   path of a JSON file: {"database_url", "statements", "pool_min", "pool_max"}
+    BENCH_BASELINE_PLAN   path of a JSON file: {"database_url", "pool_min", "pool_max"} and either
+                          "statements" or "scenario" (a module name) with its "config"
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
+from psycopg import AsyncCursor
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from bench.scenario import decode_statements
+from bench.scenario import BaselineAnswer, BaselineRequest, decode_statements, decode_value
 
 PLAN_ENV = "BENCH_BASELINE_PLAN"
 
 _plan = json.loads(Path(os.environ[PLAN_ENV]).read_text(encoding="utf-8"))
-_statements = decode_statements(_plan["statements"])
 # Opened in the lifespan (one pool per worker process, like Tenet's engine).
 _pool = AsyncConnectionPool(
     _plan["database_url"], min_size=_plan["pool_min"], max_size=_plan["pool_max"], open=False,
@@ -43,7 +49,7 @@ async def _respond(send: Any, status: int, body: bytes) -> None:
 
 
 async def _read_body(receive: Any) -> bytes:
-    # Read the request body even though nothing uses it, so a POST scenario costs the same I/O here.
+    # Always the whole body: a handler may need it, and a POST costs the same I/O here as in Tenet either way.
     chunks = []
     while True:
         message = await receive()
@@ -52,13 +58,36 @@ async def _read_body(receive: Any) -> bytes:
             return b"".join(chunks)
 
 
-async def _run_plan() -> list[Any]:
-    results: list[Any] = []
-    async with _pool.connection() as connection, connection.cursor(row_factory=dict_row) as cursor:
-        for sql, params in _statements:
+Handler = Callable[[AsyncCursor, BaselineRequest], Awaitable[BaselineAnswer]]
+
+
+def _statements_handler(statements: list[tuple[str, Any]]) -> Handler:
+    async def run(cursor: AsyncCursor, request: BaselineRequest) -> BaselineAnswer:
+        results: list[Any] = []
+        for sql, params in statements:
             await cursor.execute(sql, params)
             results.append(await cursor.fetchall() if cursor.description else cursor.rowcount)
-    return results
+        return BaselineAnswer(200, {"results": results})
+
+    return run
+
+
+def _scenario_handler(name: str, config: dict[str, Any]) -> Handler:
+    module = importlib.import_module(f"bench.scenarios.{name}")
+
+    async def run(cursor: AsyncCursor, request: BaselineRequest) -> BaselineAnswer:
+        return await module.baseline(cursor, request, config)
+
+    return run
+
+
+_handle = (_statements_handler(decode_statements(_plan["statements"])) if "statements" in _plan
+           else _scenario_handler(_plan["scenario"], decode_value(_plan["config"])))
+
+
+async def _run(request: BaselineRequest) -> BaselineAnswer:
+    async with _pool.connection() as connection, connection.cursor(row_factory=dict_row) as cursor:
+        return await _handle(cursor, request)
 
 
 async def _lifespan(receive: Any, send: Any) -> None:
@@ -83,16 +112,18 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         return
     if scope["type"] != "http":
         return
-    await _read_body(receive)
+    body = await _read_body(receive)
     if scope["path"] == "/readyz":
         async with _pool.connection() as connection:
             await connection.execute("SELECT 1")
         await _respond(send, 200, b'{"status":"ready"}')
         return
+    request = BaselineRequest(method=scope["method"], path=scope["path"],
+                              query=dict(parse_qsl(scope["query_string"].decode("latin-1"))), body=body)
     try:
-        results = await _run_plan()
+        answer = await _run(request)
     except Exception as exc:  # a failed statement must show as a non-2xx answer in wrk's count
         await _respond(send, 500, json.dumps({"error": repr(exc)}).encode())
         return
-    # default=str: UUIDs and datetimes as their text, as Tenet's JSON has them.
-    await _respond(send, 200, json.dumps({"results": results}, default=str, separators=(",", ":")).encode())
+    # default=str: UUIDs and datetimes as their text (a handler that mimics Tenet's JSON formats its own).
+    await _respond(send, answer.status, json.dumps(answer.body, default=str, separators=(",", ":")).encode())

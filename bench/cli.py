@@ -12,14 +12,15 @@ from typing import Any
 
 import httpx
 
-from bench import report, scenario, sqllog, wrk
+from bench import cpu, report, scenario, sqllog, wrk
 from bench.services import BenchDatabase, ServiceProcess, log, start_baseline, start_tenet
 from tenet import __version__ as tenet_version
 from tenet.db.database import libpq_url
 from tenet.settings import Settings
 
 # The environment of `tenet serve` on top of the harness's own (so TENET_DB_POOL_SIZE and the like
-# still pass through). A scenario may add to it with a module-level SERVICE_ENV dict.
+# still pass through). A scenario may add to it with a module-level SERVICE_ENV dict. Every entry goes
+# through `_settings_env`, so a scenario's rate limits may be written like these.
 SERVICE_ENV = {
     "TENET_LOG_LEVEL": "WARNING",  # the per-request INFO log line would measure stdout, not the service
     # argon2id at production cost makes loading 1,000 users take a minute on two cores. No scenario so far
@@ -35,15 +36,16 @@ SERVICE_ENV = {
 RATE_ENV = {"TENET_REGISTRATION_LIMIT": "100000/hour", "TENET_LOGIN_FAILURE_LIMIT": "100000/15min"}
 
 
-def _rate_env() -> dict[str, str]:
-    """RATE_ENV in a form this Tenet's Settings accepts.
+def _settings_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` in a form this Tenet's Settings accepts.
 
     pydantic-settings takes a dataclass-typed field (`Rate`) for a "complex" one and JSON-decodes its
     environment value, so `10/15min` is refused and only the JSON string `"10/15min"` gets through.
     Ask Settings which form works rather than hard-code the workaround, so a fix in src/ needs no change here.
+    A variable Settings does not know yet (a limit the service will add) is passed as it is.
     """
     found = {}
-    for name, value in RATE_ENV.items():
+    for name, value in env.items():
         for candidate in (value, json.dumps(value)):
             saved = os.environ.get(name)
             os.environ[name] = candidate
@@ -90,33 +92,54 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _setup(module: Any, base_url: str) -> Any:
+async def _setup(module: Any, base_url: str, database_url: str) -> Any:
     async with httpx.AsyncClient(base_url=base_url, timeout=60.0) as client:
-        return await module.setup(client)
+        return await module.setup(client, database_url)
 
 
-def _check_answers(service: ServiceProcess, request: scenario.Request) -> None:
-    """One request before the load, so a broken scenario fails with its answer, not as a wall of non-2xx."""
+def _check_answers(service: ServiceProcess, module: Any, context: Any) -> None:
+    """One request before the load, so a broken scenario fails with its answer, not as a wall of non-2xx;
+    then the scenario's own checks, if it has any."""
+    request = module.wrk_request(context)
     response = httpx.request(request.method, service.base_url + request.path, headers=request.headers,
                              content=request.body, timeout=30.0)
     if not 200 <= response.status_code < 300:
         raise SystemExit(f"{service.name} answered {response.status_code} to {request.method} {request.path}: "
                          f"{response.text[:1000]}\nServer output:\n{service.output_tail()}")
+    if hasattr(module, "check"):
+        with httpx.Client(base_url=service.base_url, headers=request.headers, timeout=30.0) as client:
+            module.check(client, service.name, context)
 
 
-def _measure(tool: str, service: ServiceProcess, request: scenario.Request, args: argparse.Namespace,
-             script: Any) -> wrk.WrkResult:
+def _baseline_plan(module: Any, context: Any) -> dict[str, Any]:
+    """What the baseline's processes run: the fixed statements, or the scenario's handler and its config."""
+    if hasattr(module, "baseline_sql"):
+        return {"statements": scenario.encode_statements(module.baseline_sql(context))}
+    return {"scenario": module.__name__.rsplit(".", 1)[-1],
+            "config": scenario.encode_value(module.baseline_config(context))}
+
+
+def _measure(tool: str, service: ServiceProcess, database: BenchDatabase, request: scenario.Request,
+             args: argparse.Namespace, script: Any) -> tuple[wrk.WrkResult, dict[str, float | None]]:
     threads = min(args.threads, args.concurrency)  # wrk refuses more threads than connections
+    meter = cpu.CpuMeter(service.process.pid, database)
+    idle = meter.postgresql_idle()  # before any load of this side, so its after-effects do not count
     if args.warmup > 0:
         log(f"warming up {service.name} for {args.warmup:g} s")
         wrk.run(tool, url=service.base_url, request=request, script=script, threads=threads,
-                connections=args.concurrency, duration=args.warmup, timeout=args.timeout)
+                connections=args.concurrency, duration=args.warmup, timeout=args.timeout,
+                label=f"{service.name}-warmup")
     log(f"measuring {service.name} for {args.duration:g} s at {args.concurrency} connections")
+    start = meter.sample()
     result = wrk.run(tool, url=service.base_url, request=request, script=script, threads=threads,
-                     connections=args.concurrency, duration=args.duration, timeout=args.timeout)
+                     connections=args.concurrency, duration=args.duration, timeout=args.timeout,
+                     label=service.name)
+    used = cpu.usage(start, meter.sample(), requests=result.requests, postgresql_idle=idle)
     log(f"{service.name}: {result.requests_per_s:,.1f} req/s, P50 {result.latency_ms['p50']:.2f} ms, "
-        f"P99 {result.latency_ms['p99']:.2f} ms, non-2xx {result.non_2xx}")
-    return result
+        f"P99 {result.latency_ms['p99']:.2f} ms, non-2xx {result.non_2xx}, CPU/request: service "
+        f"{report.fmt(used['service_ms_per_request'])} ms, "
+        f"PostgreSQL {report.fmt(used['postgresql_ms_per_request'])} ms")
+    return result, used
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -129,21 +152,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     baseline: ServiceProcess | None = None
     try:
         log(f"starting Tenet ({args.workers} workers, {database.mode} database) in {database.data_dir}")
-        tenet = start_tenet(database, workers=args.workers,
-                            extra_env={**SERVICE_ENV, **_rate_env(), **getattr(module, "SERVICE_ENV", {})})
+        tenet = start_tenet(database, workers=args.workers, extra_env=_settings_env(
+            {**SERVICE_ENV, **RATE_ENV, **getattr(module, "SERVICE_ENV", {})}))
         tenet.wait_ready()
         database.join_embedded()
         server = database.server_facts()
 
         log(f"loading data ({args.scenario}.setup)")
-        context = asyncio.run(_setup(module, tenet.base_url))
+        context = asyncio.run(_setup(module, tenet.base_url, libpq_url(database.url)))
         request = module.wrk_request(context)
-        statements = module.baseline_sql(context)
+        baseline_plan = _baseline_plan(module, context)
 
         plan = database.data_dir / "baseline-plan.json"
         plan.write_text(json.dumps({
             "database_url": libpq_url(database.url),
-            "statements": scenario.encode_statements(statements),
+            **baseline_plan,
             # Tenet's engine per process: pool_size kept open, up to max_overflow more under load.
             "pool_min": settings.db_pool_size,
             "pool_max": settings.db_pool_size + settings.db_max_overflow,
@@ -152,13 +175,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         baseline = start_baseline(database, workers=args.workers, plan_path=plan)
         baseline.wait_ready()
 
-        _check_answers(tenet, request)
-        _check_answers(baseline, request)
+        _check_answers(tenet, module, context)
+        _check_answers(baseline, module, context)
         if args.show_sql:
-            sqllog.show(database, [tenet, baseline], request)
-        script = wrk.write_script(request, database.data_dir / "request.lua")
-        tenet_result = _measure(tool, tenet, request, args, script)
-        baseline_result = _measure(tool, baseline, request, args, script)
+            sqllog.show(database, [(tenet, module.wrk_request(context)), (baseline, module.wrk_request(context))])
+        script = wrk.write_script(request, database.data_dir / "request.lua",
+                                  module.wrk_lua(context) if hasattr(module, "wrk_lua") else "")
+        tenet_result, tenet_cpu = _measure(tool, tenet, database, request, args, script)
+        baseline_result, baseline_cpu = _measure(tool, baseline, database, request, args, script)
     finally:
         for service in (baseline, tenet):
             if service is not None:
@@ -186,9 +210,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "database": {"mode": database.mode, "name": database.name},
         "data": module.describe(context) if hasattr(module, "describe") else {},
         "request": {"method": request.method, "path": request.path, "headers": sorted(request.headers)},
-        "baseline_sql": [s.sql for s in statements],
-        "runs": {"tenet": tenet_result.to_dict(), "baseline": baseline_result.to_dict()},
-        "ratios": report.ratios(tenet_result, baseline_result),
+        # The fixed statements, or the scenario's handler (its SQL is in its module).
+        "baseline_sql": ([s["sql"] for s in baseline_plan["statements"]] if "statements" in baseline_plan
+                         else f"{module.__name__}.baseline"),
+        "runs": {"tenet": {**tenet_result.to_dict(), "cpu": tenet_cpu},
+                 "baseline": {**baseline_result.to_dict(), "cpu": baseline_cpu}},
+        "ratios": report.ratios(tenet_result, baseline_result, tenet_cpu, baseline_cpu),
     }
 
 

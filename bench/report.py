@@ -10,22 +10,27 @@ from bench.wrk import WrkResult
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PERCENTILES = ("p50", "p95", "p99")
+CPU_PARTS = (("service", "Service"), ("postgresql", "PostgreSQL"))
 
 
-def _ratio(tenet: float, baseline: float) -> float | None:
-    return round(tenet / baseline, 3) if baseline else None
+def _ratio(tenet: float | None, baseline: float | None) -> float | None:
+    return round(tenet / baseline, 3) if tenet is not None and baseline else None
 
 
-def ratios(tenet: WrkResult, baseline: WrkResult) -> dict[str, float | None]:
+def ratios(tenet: WrkResult, baseline: WrkResult, tenet_cpu: dict[str, Any],
+           baseline_cpu: dict[str, Any]) -> dict[str, float | None]:
     """Tenet divided by the baseline. Throughput: below 1 means Tenet serves fewer requests per second.
-    Latency: above 1 means Tenet answers more slowly."""
+    Latency and CPU per request: above 1 means Tenet answers more slowly, or spends more."""
     found = {"requests_per_s": _ratio(tenet.requests_per_s, baseline.requests_per_s)}
     for p in PERCENTILES:
         found[f"latency_{p}"] = _ratio(tenet.latency_ms[p], baseline.latency_ms[p])
+    for part, _ in CPU_PARTS:
+        key = f"{part}_ms_per_request"
+        found[f"cpu_{key}"] = _ratio(tenet_cpu[key], baseline_cpu[key])
     return found
 
 
-def _fmt(value: float | None, digits: int = 2) -> str:
+def fmt(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
@@ -36,16 +41,19 @@ def markdown(results: dict[str, Any]) -> str:
     m = results["machine"]
     p = results["parameters"]
     rows = [
-        ("Requests/s", _fmt(tenet["requests_per_s"], 1), _fmt(base["requests_per_s"], 1), _fmt(r["requests_per_s"])),
-        *((f"Latency {q.upper()} (ms)", _fmt(tenet["latency_ms"][q]), _fmt(base["latency_ms"][q]),
-           _fmt(r[f"latency_{q}"])) for q in PERCENTILES),
-        ("Latency mean / max (ms)", f"{_fmt(tenet['latency_ms']['mean'])} / {_fmt(tenet['latency_ms']['max'])}",
-         f"{_fmt(base['latency_ms']['mean'])} / {_fmt(base['latency_ms']['max'])}", ""),
+        ("Requests/s", fmt(tenet["requests_per_s"], 1), fmt(base["requests_per_s"], 1), fmt(r["requests_per_s"])),
+        *((f"Latency {q.upper()} (ms)", fmt(tenet["latency_ms"][q]), fmt(base["latency_ms"][q]),
+           fmt(r[f"latency_{q}"])) for q in PERCENTILES),
+        ("Latency mean / max (ms)", f"{fmt(tenet['latency_ms']['mean'])} / {fmt(tenet['latency_ms']['max'])}",
+         f"{fmt(base['latency_ms']['mean'])} / {fmt(base['latency_ms']['max'])}", ""),
         ("Requests", f"{tenet['requests']:,}", f"{base['requests']:,}", ""),
         ("Non-2xx answers", str(tenet["non_2xx"]), str(base["non_2xx"]), ""),
         ("Socket errors (connect/read/write/timeout)",
          "/".join(str(tenet["socket_errors"][k]) for k in ("connect", "read", "write", "timeout")),
          "/".join(str(base["socket_errors"][k]) for k in ("connect", "read", "write", "timeout")), ""),
+        *((f"{name} CPU / request (ms)", fmt(tenet["cpu"][f"{part}_ms_per_request"], 3),
+           fmt(base["cpu"][f"{part}_ms_per_request"], 3), fmt(r[f"cpu_{part}_ms_per_request"]))
+          for part, name in CPU_PARTS),
     ]
     data = ", ".join(f"{k}={v}" for k, v in results["data"].items()) or "none"
     lines = [
@@ -62,8 +70,16 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "Baseline: the same SQL statements in one transaction through a psycopg pool, served by a bare "
         "ASGI callable on the same uvicorn setup (bench/baseline_app.py).",
+        f"CPU: user + system time over the measured interval divided by the requests completed; service = the "
+        f"server's process tree, PostgreSQL = {_postgresql_cpu_scope(results['database']['mode'])}.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _postgresql_cpu_scope(mode: str) -> str:
+    if mode == "embedded":
+        return "the whole server less what it uses idle (measured for 1 s before each side)"
+    return "the backends of the bench database, when the server runs on this machine"
 
 
 def write(results: dict[str, Any], stem: str) -> tuple[Path, Path, str]:

@@ -5,21 +5,48 @@ A scenario is a module `bench/scenarios/<name>.py` with:
     DESCRIPTION: str
         One line for the report.
 
-    async def setup(client: httpx.AsyncClient) -> Context
-        Loads data through Tenet's public API (`client` has Tenet's base URL) and answers whatever the
-        two functions below need: ids, tokens... Runs once, before any measurement.
+    async def setup(client: httpx.AsyncClient, database_url: str) -> Context
+        Loads data through Tenet's public API (`client` has Tenet's base URL), or straight into the bench
+        database (`database_url`, libpq form) when the API would take too long, and answers whatever the
+        functions below need: ids, tokens... Runs once, before any measurement.
 
     def wrk_request(context) -> Request
-        The one request wrk sends, over and over, to Tenet and to the baseline alike.
+        A request as wrk sends it, to Tenet and to the baseline alike. Called for each one-off request
+        (the answer check, --show-sql) and once for wrk's defaults (method, headers, body), so a scenario
+        whose requests must differ (a write with unique values) answers a new one on every call.
+
+and the baseline, either
 
     def baseline_sql(context) -> list[Statement]
         The statements Tenet runs for that request, in order, with their parameters. The baseline runs
         exactly these in one transaction per request (see baseline_app.py).
 
+or, when the statements depend on the request (a cursor, an email in the body) or on earlier results,
+
+    def baseline_config(context) -> dict[str, object]
+        What the baseline's processes need to know (ids...); passed to them as JSON (see encode_value).
+
+    async def baseline(cursor, request: BaselineRequest, config) -> BaselineAnswer
+        Runs in the baseline's process, inside its transaction (`cursor`: a psycopg AsyncCursor with
+        dict rows): the statements Tenet runs for `request`, in order, and the answer to send.
+
 and optionally
 
     def describe(context) -> dict[str, object]
         Facts about the loaded data (row counts...) written into the results.
+
+    def wrk_lua(context) -> str
+        Lua for wrk when the requests vary: it defines `request()` (wrk's hook; build requests with
+        `wrk.format(method, path, headers, body)`, which adds the headers of wrk_request) and may define
+        `scenario_init()` (per thread; `thread_index` 1..`bench_threads` and `bench_run`, a label unique
+        to the wrk run such as "tenet-warmup", are set) and `scenario_response(status, body)`.
+
+    def check(client: httpx.Client, service: str, context) -> None
+        Further checks of one service's answers before the load (`client` has its base URL); raise
+        SystemExit to stop the run.
+
+    SERVICE_ENV: dict[str, str]
+        Extra environment for `tenet serve` (limits a scenario would otherwise hit).
 """
 
 from __future__ import annotations
@@ -55,6 +82,22 @@ class Statement:
     params: tuple[Any, ...] | dict[str, Any] = ()
 
 
+@dataclass(frozen=True)
+class BaselineRequest:
+    """What the baseline's handler sees of one HTTP request."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    body: bytes
+
+
+@dataclass(frozen=True)
+class BaselineAnswer:
+    status: int
+    body: Any  # served as JSON (UUIDs and datetimes as text)
+
+
 def available() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(bench.scenarios.__path__) if not m.name.startswith("_"))
 
@@ -63,7 +106,9 @@ def load(name: str) -> ModuleType:
     if name not in available():
         raise SystemExit(f"no scenario {name!r}; available: {', '.join(available()) or 'none'}")
     module = importlib.import_module(f"bench.scenarios.{name}")
-    missing = [attr for attr in ("setup", "wrk_request", "baseline_sql") if not hasattr(module, attr)]
+    missing = [attr for attr in ("setup", "wrk_request") if not hasattr(module, attr)]
+    if not hasattr(module, "baseline_sql") and not all(hasattr(module, a) for a in ("baseline_config", "baseline")):
+        missing.append("baseline_sql (or baseline_config and baseline)")
     if missing:
         raise SystemExit(f"scenario {name!r} lacks {', '.join(missing)} (see bench/scenario.py)")
     return module

@@ -29,14 +29,15 @@ def _set_log_statement(database: BenchDatabase, value: str | None) -> None:
     time.sleep(0.5)  # the backends apply the reload when they next look, not at once
 
 
-def show(database: BenchDatabase, services: list[ServiceProcess], request: Request) -> None:
+def show(database: BenchDatabase, requests: list[tuple[ServiceProcess, Request]]) -> None:
+    """Send each request to its service and print the statements PostgreSQL logged meanwhile."""
     if database.mode != "embedded":
         log("--show-sql needs the embedded database (it reads the server's log); skipped")
         return
     server_log = database.pgdata / "log"
     _set_log_statement(database, "all")
     try:
-        for service in services:
+        for service, request in requests:
             start = server_log.stat().st_size
             httpx.request(request.method, service.base_url + request.path, headers=request.headers,
                           content=request.body, timeout=30.0)

@@ -15,15 +15,11 @@ import httpx
 
 from bench.loading import register_users, sign_in
 from bench.scenario import Request, Statement
-from tenet.iam.service import USER_PRINCIPAL_SQL
+from bench.scenarios._sql import PRINCIPAL_SQL
 
 DESCRIPTION = "GET /api/v1/auth/me with a bearer token (token check + the account's rows)"
 # Enough accounts that the lookups are index probes into a real table, not a scan of a handful of rows.
 USERS = 1000
-
-# The very statement Tenet runs (imported, not copied, so the two cannot drift), with psycopg's
-# placeholder instead of SQLAlchemy's `:id`.
-PRINCIPAL_SQL = USER_PRINCIPAL_SQL.replace(":id", "%(id)s")
 
 
 @dataclass(frozen=True)
@@ -33,7 +29,7 @@ class Context:
     users: int
 
 
-async def setup(client: httpx.AsyncClient) -> Context:
+async def setup(client: httpx.AsyncClient, database_url: str) -> Context:
     users = await register_users(client, USERS)
     me = users[len(users) // 2]  # one from the middle of the table, not the first row inserted
     return Context(user_id=me.id, token=await sign_in(client, me), users=len(users))

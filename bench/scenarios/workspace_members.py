@@ -1,0 +1,164 @@
+"""workspace_members: `GET /api/v1/workspaces/{id}/members?limit=50`, paged with the cursor, 500 members.
+
+What Tenet does for it (src/tenet/workspaces/api.py list_members, service.py list_members, iam/service.py
+user_summaries): verify the JWT, load the principal (`USER_PRINCIPAL_SQL`), load the workspace and the
+caller's active membership (404 unless a member), read one keyset page of active memberships (limit + 1
+rows, to know whether a next page exists), read the display fields of those members' accounts in one
+`IN (...)` query, and answer `{items: [{user_id, membership_id, role, display_name, email, joined_at}],
+next_cursor}`. The baseline runs the same statements in a transaction and builds the same answer.
+
+How wrk pages: every answer queues the request for the page after it (its `next_cursor`), the next
+request takes the oldest queued one, and a last page (`next_cursor` null) or an error queues the first
+page again. So each in-flight request is one client walking the list, and what is measured is the real
+thing: the cursors each side hands out are the ones it is then asked for, and a side whose cursors do
+not work shows as errors. A fixed list of the 10 page URLs would cost the server the same per page, but
+would replay cursors Tenet made at setup and prove nothing about the ones each side serves under load.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from psycopg import AsyncCursor
+
+from bench.loading import add_members, check_invariants, create_workspace, register_users, sign_in
+from bench.scenario import BaselineAnswer, BaselineRequest, Request
+from bench.scenarios._sql import ACTIVE_MEMBERSHIP_SQL, PRINCIPAL_SQL, WORKSPACE_SQL, columns, json_time
+from tenet.kernel.pagination import decode_cursor, encode_cursor
+from tenet.workspaces.models import Membership
+
+DESCRIPTION = "GET /api/v1/workspaces/{id}/members?limit=50, walking the 10 pages of 500 members by cursor"
+MEMBERS = 500  # the owner and 499 members
+PAGE_SIZE = 50
+MEMBER_FIELDS = {"user_id", "membership_id", "role", "display_name", "email", "joined_at"}
+
+
+# Tenet's statements for one page besides the shared ones (_sql.py), as PostgreSQL receives them.
+_PAGE = (f"SELECT {columns(Membership)} FROM workspace.membership "
+         "WHERE workspace.membership.workspace_id = %s::UUID AND workspace.membership.status = %s::VARCHAR{after} "
+         "ORDER BY workspace.membership.joined_at ASC, workspace.membership.id ASC LIMIT %s::INTEGER")
+FIRST_PAGE_SQL = _PAGE.format(after="")
+NEXT_PAGE_SQL = _PAGE.format(after=" AND (workspace.membership.joined_at, workspace.membership.id) > "
+                                   "(%s::TIMESTAMP WITH TIME ZONE, %s::UUID)")
+USERS_SQL = ("SELECT iam.user_account.id, iam.user_account.email, iam.user_account.display_name, "
+             "iam.user_account.status FROM iam.user_account WHERE iam.user_account.id IN ({ids})")
+
+
+@dataclass(frozen=True)
+class Context:
+    workspace_id: uuid.UUID
+    user_id: uuid.UUID
+    token: str
+    member_ids: tuple[uuid.UUID, ...]  # in join order: the order the pages list them
+    second_page_cursor: str
+
+
+def _first_page(workspace_id: uuid.UUID) -> str:
+    return f"/api/v1/workspaces/{workspace_id}/members?limit={PAGE_SIZE}"
+
+
+def _walk(client: httpx.Client, workspace_id: uuid.UUID, service: str) -> list[dict[str, Any]]:
+    """Every page, following next_cursor; answers the pages' JSON."""
+    pages, path = [], _first_page(workspace_id)
+    while path is not None:
+        response = client.get(path)
+        if response.status_code != 200:
+            raise SystemExit(f"{service} answered {response.status_code} to GET {path}: {response.text[:500]}")
+        pages.append(response.json())
+        cursor = pages[-1]["next_cursor"]
+        path = None if cursor is None else f"{_first_page(workspace_id)}&cursor={cursor}"
+        if len(pages) > MEMBERS // PAGE_SIZE + 1:
+            raise SystemExit(f"{service}: the cursor of page {len(pages)} never reaches the end of the list")
+    return pages
+
+
+async def setup(client: httpx.AsyncClient, database_url: str) -> Context:
+    (owner,) = await register_users(client, 1, prefix="owner")
+    token = await sign_in(client, owner)
+    workspace_id = await create_workspace(client, token, "Bench members")
+    # 499 invitations accepted through the API would take minutes; SQL writes what they would leave.
+    members = await add_members(database_url, workspace_id=workspace_id, inviter_id=owner.id, count=MEMBERS - 1,
+                                since=datetime.now(UTC))
+    check_invariants(database_url)
+    first = (await client.get(_first_page(workspace_id), headers={"Authorization": f"Bearer {token}"})).json()
+    return Context(workspace_id=workspace_id, user_id=owner.id, token=token, member_ids=(owner.id, *members),
+                   second_page_cursor=first["next_cursor"])
+
+
+def wrk_request(context: Context) -> Request:
+    # The second page: a cursor page, like nine requests in ten (the Lua below starts its walks at the first).
+    return Request(path=f"{_first_page(context.workspace_id)}&cursor={context.second_page_cursor}",
+                   headers={"Authorization": f"Bearer {context.token}"})
+
+
+def wrk_lua(context: Context) -> str:
+    return f"""
+local first_page = "{_first_page(context.workspace_id)}"
+local queued = {{}}  -- per thread: the next_cursor of each answer not followed yet (false: start again)
+
+function request()
+  local cursor = table.remove(queued, 1)
+  if cursor then
+    return wrk.format(nil, first_page .. "&cursor=" .. cursor)
+  end
+  return wrk.format(nil, first_page)
+end
+
+function scenario_response(status, body)
+  table.insert(queued, status == 200 and body:match('"next_cursor"%s*:%s*"([^"]+)"') or false)
+end
+"""
+
+
+def check(client: httpx.Client, service: str, context: Context) -> None:
+    """Walk the whole list once: every member, in join order, each with exactly the API's fields."""
+    pages = _walk(client, context.workspace_id, service)
+    items = [item for page in pages for item in page["items"]]
+    if [uuid.UUID(item["user_id"]) for item in items] != list(context.member_ids):
+        raise SystemExit(f"{service}: walking the pages did not list the {MEMBERS} members in join order")
+    wrong = [item for item in items if set(item) != MEMBER_FIELDS]
+    if wrong or set(pages[0]) != {"items", "next_cursor"}:
+        raise SystemExit(f"{service}: a member page is not {{items: [{sorted(MEMBER_FIELDS)}], next_cursor}}: "
+                         f"{(wrong or [pages[0]])[0]}")
+
+
+def baseline_config(context: Context) -> dict[str, object]:
+    return {"user_id": context.user_id}
+
+
+async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
+    workspace_id = uuid.UUID(request.path.split("/")[4])  # /api/v1/workspaces/{id}/members
+    limit = int(request.query.get("limit", PAGE_SIZE))
+    await cursor.execute(PRINCIPAL_SQL, {"id": config["user_id"]})
+    await cursor.fetchall()
+    await cursor.execute(WORKSPACE_SQL, (workspace_id,))
+    await cursor.fetchall()
+    await cursor.execute(ACTIVE_MEMBERSHIP_SQL, (workspace_id, config["user_id"], "ACTIVE"))
+    if not await cursor.fetchall():
+        return BaselineAnswer(404, {"code": "WORKSPACE_NOT_FOUND"})
+    if "cursor" in request.query:
+        joined_at, membership_id = decode_cursor(request.query["cursor"], 2)
+        await cursor.execute(NEXT_PAGE_SQL, (workspace_id, "ACTIVE", joined_at, membership_id, limit + 1))
+    else:
+        await cursor.execute(FIRST_PAGE_SQL, (workspace_id, "ACTIVE", limit + 1))
+    rows = await cursor.fetchall()
+    next_cursor = encode_cursor([rows[limit - 1]["joined_at"], rows[limit - 1]["id"]]) if len(rows) > limit else None
+    rows = rows[:limit]
+    ids = list({row["user_id"] for row in rows})
+    people = {}
+    if ids:
+        await cursor.execute(USERS_SQL.format(ids=", ".join(["%s::UUID"] * len(ids))), ids)
+        people = {person["id"]: person for person in await cursor.fetchall()}
+    items = [{"user_id": row["user_id"], "membership_id": row["id"], "role": row["role"],
+              "display_name": people[row["user_id"]]["display_name"], "email": people[row["user_id"]]["email"],
+              "joined_at": json_time(row["joined_at"])} for row in rows]
+    return BaselineAnswer(200, {"items": items, "next_cursor": next_cursor})
+
+
+def describe(context: Context) -> dict[str, object]:
+    return {"members": len(context.member_ids), "page_size": PAGE_SIZE,
+            "pages": -(-len(context.member_ids) // PAGE_SIZE), "workspace_id": str(context.workspace_id)}
