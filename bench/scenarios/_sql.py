@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import jwt
+
 from tenet.iam.service import USER_PRINCIPAL_SQL
 from tenet.workspaces.models import Membership, Workspace
 
@@ -22,8 +24,15 @@ def json_time(value: datetime) -> str:
     return value.isoformat().replace("+00:00", "Z")
 
 
-# Every authenticated request: the principal (imported, not copied, so the two cannot drift).
-PRINCIPAL_SQL = USER_PRINCIPAL_SQL.replace(":id", "%(id)s")
+# Every authenticated request: the principal (imported, not copied, so the two cannot drift). Its parameters:
+# the account id, its token epoch and the token's sign-in family (`principal_params`).
+PRINCIPAL_SQL = USER_PRINCIPAL_SQL
+
+
+def principal_params(user_id: Any, token: str) -> dict[str, Any]:
+    """The principal statement's parameters for a token, as Tenet reads them from its claims."""
+    claims = jwt.decode(token, options={"verify_signature": False})
+    return {"id": user_id, "epoch": claims.get("ep", 0), "family": claims.get("fam")}
 # The workspace (session.get) and the caller's active membership: every workspace route starts with these.
 WORKSPACE_SQL = f"SELECT {columns(Workspace)} FROM workspace.workspace WHERE workspace.workspace.id = %s::UUID"
 ACTIVE_MEMBERSHIP_SQL = (

@@ -1,9 +1,10 @@
 """auth_me: `GET /api/v1/auth/me` with a bearer token.
 
-What Tenet does for it (src/tenet/iam/auth.py, api.py, service.py): verify the JWT, then in one unit of
-work load the principal (`USER_PRINCIPAL_SQL`: the active account with the profile columns /me shows, its
-roles and their permissions) and serialise `MeRead` from it. The baseline runs the same statement, in a
-transaction, for the same user.
+What Tenet does for it (src/tenet/iam/auth.py, api.py, service.py): verify the JWT (cached per token), then
+load the principal on the transaction-free read path (`USER_PRINCIPAL_SQL`: the active account at the
+token's epoch with the profile columns /me shows, its roles and their permissions, unless the sign-in was
+revoked) and answer `MeRead` from it. The baseline runs the same statement, in a transaction, for the same
+user.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import httpx
 
 from bench.loading import register_users, sign_in
 from bench.scenario import Request, Statement
-from bench.scenarios._sql import PRINCIPAL_SQL
+from bench.scenarios._sql import PRINCIPAL_SQL, principal_params
 
 DESCRIPTION = "GET /api/v1/auth/me with a bearer token (token check + the account's rows)"
 # Enough accounts that the lookups are index probes into a real table, not a scan of a handful of rows.
@@ -40,7 +41,7 @@ def wrk_request(context: Context) -> Request:
 
 
 def baseline_sql(context: Context) -> list[Statement]:
-    return [Statement(PRINCIPAL_SQL, {"id": context.user_id})]
+    return [Statement(PRINCIPAL_SQL, principal_params(context.user_id, context.token))]
 
 
 def describe(context: Context) -> dict[str, object]:

@@ -1,11 +1,11 @@
 """workspace_members: `GET /api/v1/workspaces/{id}/members?limit=50`, paged with the cursor, 500 members.
 
-What Tenet does for it (src/tenet/workspaces/api.py list_members, service.py list_members, iam/service.py
-user_summaries): verify the JWT, load the principal (`USER_PRINCIPAL_SQL`), load the workspace and the
-caller's active membership (404 unless a member), read one keyset page of active memberships (limit + 1
-rows, to know whether a next page exists), read the display fields of those members' accounts in one
-`IN (...)` query, and answer `{items: [{user_id, membership_id, role, display_name, email, joined_at}],
-next_cursor}`. The baseline runs the same statements in a transaction and builds the same answer.
+What Tenet does for it (src/tenet/workspaces/api.py list_members, queries.py members): verify the JWT
+(cached), load the principal (`USER_PRINCIPAL_SQL`) on the transaction-free read path, then one statement
+(`MEMBERS_SQL`) that checks the caller is an active member of a workspace that is not DELETED and reads one
+keyset page of active members with their display names and emails (limit + 1 rows, to know whether a next
+page exists), and answer `{items: [{user_id, membership_id, role, display_name, email, joined_at}],
+next_cursor}`. The baseline runs the same two statements in a transaction and builds the same answer.
 
 How wrk pages: every answer queues the request for the page after it (its `next_cursor`), the next
 request takes the oldest queued one, and a last page (`next_cursor` null) or an error queues the first
@@ -27,25 +27,14 @@ from psycopg import AsyncCursor
 
 from bench.loading import add_members, check_invariants, create_workspace, register_users, sign_in
 from bench.scenario import BaselineAnswer, BaselineRequest, Request
-from bench.scenarios._sql import ACTIVE_MEMBERSHIP_SQL, PRINCIPAL_SQL, WORKSPACE_SQL, columns, json_time
-from tenet.kernel.pagination import decode_cursor, encode_cursor
-from tenet.workspaces.models import Membership
+from bench.scenarios._sql import PRINCIPAL_SQL, json_time, principal_params
+from tenet.kernel.pagination import PageParams
+from tenet.workspaces import queries
 
 DESCRIPTION = "GET /api/v1/workspaces/{id}/members?limit=50, walking the 10 pages of 500 members by cursor"
 MEMBERS = 500  # the owner and 499 members
 PAGE_SIZE = 50
 MEMBER_FIELDS = {"user_id", "membership_id", "role", "display_name", "email", "joined_at"}
-
-
-# Tenet's statements for one page besides the shared ones (_sql.py), as PostgreSQL receives them.
-_PAGE = (f"SELECT {columns(Membership)} FROM workspace.membership "
-         "WHERE workspace.membership.workspace_id = %s::UUID AND workspace.membership.status = %s::VARCHAR{after} "
-         "ORDER BY workspace.membership.joined_at ASC, workspace.membership.id ASC LIMIT %s::INTEGER")
-FIRST_PAGE_SQL = _PAGE.format(after="")
-NEXT_PAGE_SQL = _PAGE.format(after=" AND (workspace.membership.joined_at, workspace.membership.id) > "
-                                   "(%s::TIMESTAMP WITH TIME ZONE, %s::UUID)")
-USERS_SQL = ("SELECT iam.user_account.id, iam.user_account.email, iam.user_account.display_name, "
-             "iam.user_account.status FROM iam.user_account WHERE iam.user_account.id IN ({ids})")
 
 
 @dataclass(frozen=True)
@@ -127,35 +116,29 @@ def check(client: httpx.Client, service: str, context: Context) -> None:
 
 
 def baseline_config(context: Context) -> dict[str, object]:
-    return {"user_id": context.user_id}
+    return {"principal": principal_params(context.user_id, context.token)}
 
 
 async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
     workspace_id = uuid.UUID(request.path.split("/")[4])  # /api/v1/workspaces/{id}/members
-    limit = int(request.query.get("limit", PAGE_SIZE))
-    await cursor.execute(PRINCIPAL_SQL, {"id": config["user_id"]})
+    page = PageParams(limit=int(request.query.get("limit", PAGE_SIZE)), cursor=request.query.get("cursor"))
+    principal = config["principal"]
+    await cursor.execute(PRINCIPAL_SQL, principal)
     await cursor.fetchall()
-    await cursor.execute(WORKSPACE_SQL, (workspace_id,))
-    await cursor.fetchall()
-    await cursor.execute(ACTIVE_MEMBERSHIP_SQL, (workspace_id, config["user_id"], "ACTIVE"))
-    if not await cursor.fetchall():
-        return BaselineAnswer(404, {"code": "WORKSPACE_NOT_FOUND"})
-    if "cursor" in request.query:
-        joined_at, membership_id = decode_cursor(request.query["cursor"], 2)
-        await cursor.execute(NEXT_PAGE_SQL, (workspace_id, "ACTIVE", joined_at, membership_id, limit + 1))
-    else:
-        await cursor.execute(FIRST_PAGE_SQL, (workspace_id, "ACTIVE", limit + 1))
+    # Tenet's statement, built by Tenet's own code (so the two cannot drift).
+    after, params = queries.MEMBERS_KEYSET.after(page)
+    sql = queries.MEMBERS_SQL.format(caller=queries.CALLER_SQL, after=after, order=queries.MEMBERS_KEYSET.order_by,
+                                     page_order="page.joined_at, page.membership_id")
+    await cursor.execute(sql, {"workspace_id": workspace_id, "caller": principal["id"],
+                               "limit": queries.MEMBERS_KEYSET.fetch_limit(page), **params})
     rows = await cursor.fetchall()
-    next_cursor = encode_cursor([rows[limit - 1]["joined_at"], rows[limit - 1]["id"]]) if len(rows) > limit else None
-    rows = rows[:limit]
-    ids = list({row["user_id"] for row in rows})
-    people = {}
-    if ids:
-        await cursor.execute(USERS_SQL.format(ids=", ".join(["%s::UUID"] * len(ids))), ids)
-        people = {person["id"]: person for person in await cursor.fetchall()}
-    items = [{"user_id": row["user_id"], "membership_id": row["id"], "role": row["role"],
-              "display_name": people[row["user_id"]]["display_name"], "email": people[row["user_id"]]["email"],
-              "joined_at": json_time(row["joined_at"])} for row in rows]
+    if not rows:
+        return BaselineAnswer(404, {"code": "WORKSPACE_NOT_FOUND"})
+    found = [row for row in rows if row["membership_id"] is not None]
+    kept, next_cursor = queries.MEMBERS_KEYSET.page(found, page, key=lambda r: (r["joined_at"], r["membership_id"]))
+    items = [{"user_id": row["user_id"], "membership_id": row["membership_id"], "role": row["role"],
+              "display_name": row["display_name"], "email": row["email"],
+              "joined_at": json_time(row["joined_at"])} for row in kept]
     return BaselineAnswer(200, {"items": items, "next_cursor": next_cursor})
 
 

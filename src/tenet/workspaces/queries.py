@@ -19,14 +19,14 @@ from tenet.workspaces import errors
 from tenet.workspaces.permissions import Action, require
 
 # A caller sees a workspace when they hold an active membership of it and it is not DELETED.
-_CALLER = """
+CALLER_SQL = """
     SELECT w.id, w.name, w.status, w.created_at, w.deletion_requested_at, c.role
       FROM workspace.workspace w
       JOIN workspace.membership c ON c.workspace_id = w.id AND c.user_id = %(caller)s AND c.status = 'ACTIVE'
      WHERE w.id = %(workspace_id)s AND w.status <> 'DELETED'
 """
 
-WORKSPACE_SQL = _CALLER
+WORKSPACE_SQL = CALLER_SQL
 
 WORKSPACES_KEYSET = SqlKeyset(("w.created_at", "w.id"), (datetime, uuid.UUID))
 WORKSPACES_SQL = """
@@ -94,7 +94,7 @@ async def workspaces(reads: Reads, *, caller: uuid.UUID, page: PageParams) -> tu
 async def members(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID,
                   page: PageParams) -> tuple[list[Row], str | None]:
     after, params = MEMBERS_KEYSET.after(page)
-    sql = MEMBERS_SQL.format(caller=_CALLER, after=after, order=MEMBERS_KEYSET.order_by,
+    sql = MEMBERS_SQL.format(caller=CALLER_SQL, after=after, order=MEMBERS_KEYSET.order_by,
                              page_order="page.joined_at, page.membership_id")
     rows = await reads.all(sql, {"workspace_id": workspace_id, "caller": caller,
                                  "limit": MEMBERS_KEYSET.fetch_limit(page), **params})
@@ -108,7 +108,7 @@ async def members(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID,
 async def invitations(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID, status: str | None,
                       page: PageParams, now: datetime) -> tuple[list[Row], str | None]:
     after, params = INVITATIONS_KEYSET.after(page)
-    sql = INVITATIONS_SQL.format(caller=_CALLER, status=_STATUS_FILTERS[status], after=after,
+    sql = INVITATIONS_SQL.format(caller=CALLER_SQL, status=_STATUS_FILTERS[status], after=after,
                                  order=INVITATIONS_KEYSET.order_by,
                                  page_order="page.created_at DESC, page.id DESC")
     rows: list[dict[str, Any]] = await reads.all(sql, {
