@@ -262,3 +262,115 @@ class TestRefusedTokens:
         response = await client.post("/api/v1/auth/register", json={
             "email": "again@example.com", "password": "another long password", "display_name": "New"})
         assert response.status_code == 201 and response.json()["id"] != str(user.id)
+
+
+def _forged(claims: dict) -> str:
+    """A token signed with the real key (what an insider or a bug could produce), with these claims."""
+    return jwt.encode(claims, TEST_SECRET, algorithm="HS256")
+
+
+class TestMalformedClaims:
+    """Issue 6.7: any malformed claim in a token signed with the real key is 401 INVALID_TOKEN, never a 500."""
+
+    def _claims(self, user_id, **overrides) -> dict:
+        base = {"iss": "tenet", "sub": str(user_id), "typ": "access", "pk": "user", "iat": 1767600000,
+                "exp": 1767603600, "ep": 0}
+        base.update(overrides)
+        return {k: v for k, v in base.items() if v is not ...}
+
+    @pytest.mark.parametrize("overrides", [
+        {"exp": "1767603600"}, {"exp": 1e20}, {"exp": -1}, {"exp": True}, {"exp": None}, {"exp": [1]},
+        {"iat": "now"}, {"iat": 1e300}, {"sub": 42}, {"sub": "not-a-uuid"}, {"sub": ["x"]},
+        {"pk": "admin"}, {"typ": "refresh"}, {"ep": "0"}, {"ep": -1}, {"ep": 2**40}, {"ep": 1.5},
+        {"scope": ["a"]}, {"fam": "nope"}, {"fam": 7}, {"exp": ...}, {"sub": ...}, {"iss": "someone-else"},
+    ])
+    async def test_each_malformed_claim_is_invalid_token(self, client, users, overrides):
+        user = await users.make()
+        response = await client.get(ME, headers=bearer(_forged(self._claims(user.id, **overrides))))
+        assert response.status_code == 401, response.text
+        assert response.json()["code"] == "INVALID_TOKEN"
+
+    async def test_a_non_object_payload_is_invalid(self, client):
+        token = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode() + "." + \
+            base64.urlsafe_b64encode(b"[1,2,3]").rstrip(b"=").decode() + ".sig"
+        response = await client.get(ME, headers=bearer(token))
+        assert response.status_code == 401 and response.json()["code"] == "INVALID_TOKEN"
+
+
+class TestTokensDieWithTheirAccountOrSignIn:
+    """Issue 6.6: disabled accounts' tokens replay nothing and stay dead after a re-enable; a revoked sign-in's
+    access tokens die with it."""
+
+    async def test_tokens_issued_before_a_disable_stay_dead_after_the_enable(self, client, users):
+        admin, user = await users.admin(), await users.make()
+        old = (await sign_in(client, user.email))["access_token"]
+        assert (await client.get(ME, headers=bearer(old))).status_code == 200
+        assert (await client.post(f"/api/v1/iam/users/{user.id}/disable", headers=admin.headers)).status_code == 200
+        assert (await client.get(ME, headers=bearer(old))).status_code == 401
+        assert (await client.post(f"/api/v1/iam/users/{user.id}/enable", headers=admin.headers)).status_code == 200
+        refused = await client.get(ME, headers=bearer(old))
+        assert refused.status_code == 401 and refused.json()["code"] == "INVALID_TOKEN"
+        fresh = (await sign_in(client, user.email))["access_token"]
+        assert (await client.get(ME, headers=bearer(fresh))).status_code == 200
+
+    async def test_a_disabled_accounts_token_replays_no_stored_answer(self, client, users):
+        admin, user = await users.admin(), await users.make()
+        token = (await sign_in(client, user.email))["access_token"]
+        headers = {**bearer(token), "Idempotency-Key": "create-1"}
+        first = await client.post("/api/v1/workspaces", json={"name": "W"}, headers=headers)
+        assert first.status_code == 201
+        replayed = await client.post("/api/v1/workspaces", json={"name": "W"}, headers=headers)
+        assert replayed.headers.get("idempotent-replayed") == "true"
+        await client.post(f"/api/v1/iam/users/{user.id}/disable", headers=admin.headers)
+        refused = await client.post("/api/v1/workspaces", json={"name": "W"}, headers=headers)
+        assert refused.status_code == 401 and "idempotent-replayed" not in refused.headers
+        assert refused.json()["code"] == "INVALID_TOKEN"
+
+    async def test_signing_out_kills_that_sign_ins_access_tokens_only(self, client, users):
+        user = await users.make()
+        laptop, phone = await sign_in(client, user.email), await sign_in(client, user.email)
+        assert (await client.post("/api/v1/auth/revoke", json={"refresh_token": laptop["refresh_token"]})).status_code \
+            == 204
+        assert (await client.get(ME, headers=bearer(laptop["access_token"]))).status_code == 401
+        assert (await client.get(ME, headers=bearer(phone["access_token"]))).status_code == 200
+
+    async def test_a_reused_refresh_token_kills_its_familys_access_tokens(self, client, users):
+        user = await users.make()
+        tokens = await sign_in(client, user.email)
+        rotated = (await client.post(REFRESH, json={"refresh_token": tokens["refresh_token"]})).json()
+        assert (await client.get(ME, headers=bearer(rotated["access_token"]))).status_code == 200
+        reused = await client.post(REFRESH, json={"refresh_token": tokens["refresh_token"]})
+        assert reused.json()["code"] == "REFRESH_TOKEN_REUSED"
+        for access in (tokens["access_token"], rotated["access_token"]):
+            assert (await client.get(ME, headers=bearer(access))).status_code == 401
+
+
+class TestVerifiedTokenCache:
+    async def test_a_cached_token_still_expires_and_still_needs_an_active_account(self, client, users, clock, db):
+        admin, user = await users.admin(), await users.make()
+        token = (await sign_in(client, user.email))["access_token"]
+        assert (await client.get(ME, headers=bearer(token))).status_code == 200  # verified and cached
+        await client.delete(f"/api/v1/iam/users/{user.id}", headers=admin.headers)
+        assert (await client.get(ME, headers=bearer(token))).status_code == 401
+        other = await users.make()
+        token = (await sign_in(client, other.email))["access_token"]
+        assert (await client.get(ME, headers=bearer(token))).status_code == 200
+        clock.advance(timedelta(hours=1))
+        expired = await client.get(ME, headers=bearer(token))
+        assert expired.status_code == 401 and expired.json()["code"] == "TOKEN_EXPIRED"
+
+    def test_the_cache_is_bounded_and_keyed_by_the_whole_token(self):
+        from datetime import UTC, datetime
+
+        from tenet.iam.tokens import AccessTokens
+
+        tokens = AccessTokens(TEST_SECRET, timedelta(minutes=15), cache_size=3)
+        now = datetime(2026, 1, 5, tzinfo=UTC)
+        issued = [tokens.issue(subject=__import__("uuid").uuid4(), kind="user", now=now) for _ in range(5)]
+        for token in issued:
+            tokens.verify(token, now=now)
+        assert len(tokens._cache) == 3 and set(tokens._cache) == set(issued[2:])
+        tampered = issued[4][:-2] + ("A" if issued[4][-2] != "A" else "B") + issued[4][-1]
+        with pytest.raises(Exception) as raised:
+            tokens.verify(tampered, now=now)
+        assert getattr(raised.value, "code", None) == "INVALID_TOKEN"

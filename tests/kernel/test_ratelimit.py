@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from tenet.app import create_app
 from tenet.db.database import Database, make_engine
 from tenet.kernel.settings import Rate
+from tests.conftest import _empty_tables as _empty
 from tests.conftest import test_settings
-from tests.support.users import PASSWORD
+from tests.support.users import PASSWORD, UserFactory
+
+
+@asynccontextmanager
+async def committed_db_engine(url: str):
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
 
 TOKEN = "/api/v1/auth/token"
 
@@ -98,3 +111,60 @@ async def test_registrations_per_address_are_limited(committed_db, clock, tmp_pa
         response = await other.post("/api/v1/auth/register", json={
             "email": "elsewhere@example.com", "password": PASSWORD, "display_name": "E"})
     assert response.status_code == 201
+
+
+async def test_parallel_failures_on_one_account_never_evaluate_more_than_the_limit(committed_db, clock, tmp_path):
+    """Issue 6.2: 20 wrong passwords at once against a limit of 10: exactly 10 are checked (401), the rest are
+    refused before the password is looked at (429). Counting first, in one statement, is what holds it."""
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.20") as setup:
+        await setup.post("/api/v1/auth/register", json={
+            "email": "target@example.com", "password": PASSWORD, "display_name": "T"})
+    clients = [app_client(committed_db, clock, tmp_path, f"198.51.100.{n}", login_failure_limit="10/15min")
+               for n in range(20)]
+    try:
+        responses = await asyncio.gather(*(c.post(TOKEN, data=sign_in("target@example.com", f"wrong-{n}"))
+                                           for n, c in enumerate(clients)))
+    finally:
+        for c in clients:
+            await c.aclose()
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses == [401] * 10 + [429] * 10, statuses
+    async with committed_db.read_only() as session:
+        hits = (await session.execute(text(
+            "SELECT hits FROM kernel.rate_limit_counter WHERE bucket = 'login:account:target@example.com'"))).scalar()
+    assert hits == 10
+
+
+async def test_a_flood_of_failed_sign_ins_does_not_starve_other_requests(database_url, clock, tmp_path):
+    """Issue 6.2: 40 clients flooding wrong passwords (argon2 at a real cost, every one evaluated) while other
+    users read and write. No sign-in holds a pooled connection while argon2 runs, so a pool of 3 write and 2
+    read connections with a 2 s wait serves everyone: no request answers 503."""
+    db = Database.from_url(database_url, pool_size=3, max_overflow=0, pool_timeout=2.0, read_pool_size=2)
+    settings = test_settings(data_dir=tmp_path, password_hash_time_cost=2, password_hash_memory_kib=19456,
+                             login_failure_limit="10000/15min")
+    app = create_app(settings, database=db, clock=clock, run_background_tasks=False)
+    users = UserFactory(app, db, clock)
+    try:
+        reader, writer = await users.make(), await users.make()
+        transport = httpx.ASGITransport(app=app, client=("192.0.2.40", 1))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            async def flood(n: int) -> int:
+                response = await client.post(TOKEN, data=sign_in(f"flood{n % 7}@example.com", f"wrong-{n}"))
+                return response.status_code
+
+            async def others() -> list[int]:
+                await asyncio.sleep(0.05)  # once the flood is under way
+                codes = []
+                for n in range(5):
+                    codes.append((await client.get("/api/v1/auth/me", headers=reader.headers)).status_code)
+                    codes.append((await client.post("/api/v1/workspaces", json={"name": f"W{n}"},
+                                                    headers=writer.headers)).status_code)
+                return codes
+
+            results = await asyncio.gather(*(flood(n) for n in range(40)), others())
+        assert results[:40] == [401] * 40
+        assert results[40] == [200, 201] * 5
+    finally:
+        await db.dispose()
+        async with committed_db_engine(database_url) as engine:
+            await _empty(engine)

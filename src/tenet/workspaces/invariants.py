@@ -239,13 +239,20 @@ register(
     counterexample="An administrator deletes the only owner of a workspace: nobody can manage it again, and "
                    "the deleted account still shows as a member.",
     db=(),
-    db_reason="a rule across two schemas kept by one transaction: identity's delete_user runs the "
-              "workspaces deletion hook before it marks the account deleted",
-    app="end_memberships_of_deleted_user (registered with iam.service.on_user_deleted) ends every active "
-        "membership as REMOVED, refusing with LAST_OWNER where the account is the last active owner.",
+    db_reason="a rule across two schemas kept by one transaction: identity's delete_user publishes "
+              "AccountDeleted, which workspaces handles in the same transaction before the account is marked deleted",
+    app="end_memberships_of_deleted_account (the AccountDeleted handler, tenet.workspaces.events) ends every "
+        "active membership as REMOVED, refusing with LAST_OWNER where the account is the last active owner. "
+        "Joining (accept), creating a workspace and receiving ownership (transfer, promotion to owner) refuse "
+        "an account that is not active with ACCOUNT_NOT_ACTIVE.",
     error_code="LAST_OWNER",
-    concurrency="Each workspace is locked (id order) before its owner count is read, like every membership "
-                "change.",
+    concurrency="Lock order account, then workspaces. delete_user locks the account row FOR UPDATE before "
+                "publishing; accept, create_workspace and ownership changes share-lock the accounts they rely on "
+                "(iam.service.require_active_accounts) before locking the workspace. So a deletion and a join "
+                "of the same account run one after the other: the deletion sees the new membership and ends "
+                "it, or the join sees the deleted account and is refused. Each workspace is then locked (id "
+                "order) before its owner count is read. Proven by tests/concurrency/test_account_races.py "
+                "(which fails with the share lock made a no-op).",
     detector="""
         SELECT m.id AS membership_id, m.workspace_id FROM workspace.membership m
           JOIN iam.user_account u ON u.id = m.user_id
