@@ -19,8 +19,8 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-# The PostgreSQL schemas owned by Tenet, one per package (ARCHITECTURE.md). Migrations create them;
-# the RLS baseline test walks them.
+# The PostgreSQL schemas owned by Tenet, one per package (ARCHITECTURE.md). Migrations create them; the
+# tests empty them. (The RLS baseline, KERNEL-INV-03, walks every schema, not only these.)
 APP_SCHEMAS = ("kernel", "iam", "workspace")
 
 
