@@ -315,23 +315,85 @@ class TestSweepAgainstRequests:
         assert [i.workspace_id for i in expired] == [busy.id]
         await _ws_rules_hold(committed_db)
 
-    @pytest.mark.invariant("WS-INV-06")
-    async def test_accept_at_expiry_racing_the_sweep_never_yields_membership(self, committed_db, people, clock,
-                                                                             policy):
+    @pytest.mark.invariant("WS-INV-04", "WS-INV-05", "WS-INV-06")
+    @pytest.mark.parametrize("first", ["accept", "sweep", "neither"])
+    async def test_accept_and_sweep_at_the_moment_of_expiry(self, committed_db, people, clock, policy, monkeypatch,
+                                                            first):
+        """An accept in the invitation's last millisecond and the sweep at its expiry, on two connections at
+        once: exactly one wins — ACCEPTED with its membership and nothing swept, or EXPIRED and the accept
+        refused — never both. `first` pins the interleaving: the side that takes the workspace lock first
+        keeps it until the other has run into it (the accept holds it while the sweep skips the workspace;
+        the sweep holds it while the accept waits for it); `neither` lets them race freely."""
         owner, invitee = await people.make(), await people.make()
         now = clock.now()
-        _workspace, _, token = await _invited(committed_db, owner, invitee, policy, now,
-                                                         InvitationRole.MEMBER)
-        at_expiry = now + policy.ttl
+        workspace, invitation, token = await _invited(committed_db, owner, invitee, policy, now)
+        expiry = invitation.expires_at
+        holds_lock, other_ran = asyncio.Event(), asyncio.Event()
+
+        if first == "accept":
+            get_user = service.iam_service.get_user
+
+            async def get_user_holding_the_lock(*args, **kwargs):  # accept calls it under the workspace lock
+                holds_lock.set()
+                await asyncio.wait_for(other_ran.wait(), timeout=5)  # the sweep ran meanwhile, not after
+                return await get_user(*args, **kwargs)
+
+            monkeypatch.setattr(service.iam_service, "get_user", get_user_holding_the_lock)
+        elif first == "sweep":
+            lock_workspaces = service._lock_workspaces_skip_locked
+
+            async def lock_then_wait_for_the_accept(*args, **kwargs):
+                locked = await lock_workspaces(*args, **kwargs)
+                holds_lock.set()
+                await asyncio.wait_for(_a_backend_waits_for_a_lock(committed_db), timeout=5)
+                return locked
+
+            monkeypatch.setattr(service, "_lock_workspaces_skip_locked", lock_then_wait_for_the_accept)
+        else:
+            holds_lock.set()
 
         async def accept() -> None:
+            if first == "sweep":
+                await holds_lock.wait()
             async with committed_db.unit_of_work() as session:
-                await service.accept_invitation(session, token=token, user_id=invitee.id, now=at_expiry)
+                await service.accept_invitation(session, token=token, user_id=invitee.id,
+                                                now=expiry - timedelta(milliseconds=1))
+
+        swept: list = []
 
         async def sweep() -> None:
-            async with committed_db.unit_of_work() as session:
-                await service.expire_due_invitations(session, now=at_expiry)
+            if first == "accept":
+                await holds_lock.wait()
+            try:
+                async with committed_db.unit_of_work() as session:
+                    swept.extend(await service.expire_due_invitations(session, now=expiry))
+            finally:
+                other_ran.set()
 
-        outcomes = await asyncio.gather(_outcome(accept()), _outcome(sweep()))
-        assert outcomes[0] == errors.WorkspaceErrorCode.INVITATION_EXPIRED
+        accept_outcome, sweep_outcome = await asyncio.gather(_outcome(accept()), _outcome(sweep()))
+        assert sweep_outcome == "ok"
+        async with committed_db.read_only() as session:
+            status = (await session.execute(text("SELECT status FROM workspace.invitation WHERE id = :id"),
+                                            {"id": invitation.id})).scalar_one()
+            memberships = (await session.execute(text(
+                "SELECT count(*) FROM workspace.membership WHERE workspace_id = :w AND user_id = :u"),
+                {"w": workspace.id, "u": invitee.id})).scalar_one()
+        outcome = (accept_outcome, [i.id for i in swept], status, memberships)
+        accepted = ("ok", [], "ACCEPTED", 1)
+        expired = (errors.WorkspaceErrorCode.INVITATION_EXPIRED, [invitation.id], "EXPIRED", 0)
+        assert outcome == {"accept": accepted, "sweep": expired}.get(first, outcome)
+        assert outcome in (accepted, expired)
         await _ws_rules_hold(committed_db)
+
+
+async def _a_backend_waits_for_a_lock(db: Database) -> None:
+    """Return once another connection of this database is blocked on a lock (the accept, on the workspace
+    row the sweep holds)."""
+    while True:
+        async with db.read_only() as session:
+            waiting = (await session.execute(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock'"))).scalar_one()
+        if waiting:
+            return
+        await asyncio.sleep(0.02)

@@ -72,19 +72,21 @@ async def test_users_page_through_with_a_cursor(client, users):
     assert len(seen) == len(set(seen)) == 5 and str(admin.id) in seen
 
 
-@pytest.mark.invariant("IAM-INV-05")
 class TestLastAdministrator:
+    @pytest.mark.invariant("IAM-INV-05")
     async def test_the_last_admin_cannot_drop_the_role(self, client, users, db):
         admin = await users.admin()
         response = await client.put(f"/api/v1/iam/users/{admin.id}/roles", headers=admin.headers,
                                     json={"roles": ["Employee"]})
         assert (response.status_code, response.json()["code"]) == (409, "LAST_ADMINISTRATOR")
 
+    @pytest.mark.invariant("IAM-INV-05")
     async def test_the_last_admin_cannot_be_deleted(self, client, users, db):
         admin = await users.admin()
         response = await client.delete(f"/api/v1/iam/users/{admin.id}", headers=admin.headers)
         assert (response.status_code, response.json()["code"]) == (409, "LAST_ADMINISTRATOR")
 
+    @pytest.mark.invariant("IAM-INV-05")
     async def test_with_two_admins_one_may_step_down(self, client, users, db):
         first, second = await users.admin(), await users.admin()
         response = await client.put(f"/api/v1/iam/users/{first.id}/roles", headers=second.headers,

@@ -113,7 +113,10 @@ async def test_control_characters_in_names_are_422(client):
 
 
 async def test_a_nul_character_the_schema_lets_through_is_422_not_500(client):
-    """The safety net: PostgreSQL refuses NUL in text; the answer is a 422, never a 500."""
+    """The safety net: the sign-in form does not validate the username, so the NUL reaches PostgreSQL, which
+    refuses it in text; the answer is a 422 (the DataError handler's), never a 500 — nor a 401, which would
+    mean the value never reached the database and the net went untested."""
     response = await client.post("/api/v1/auth/token", data={"grant_type": "password",
                                                              "username": "a\u0000b@example.com", "password": "x"})
-    assert response.status_code in (401, 422), response.text
+    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    assert body["detail"].startswith("A value cannot be stored")

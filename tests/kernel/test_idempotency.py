@@ -12,7 +12,6 @@ from sqlalchemy import text
 from tenet.app import create_app
 
 REGISTER = "/api/v1/auth/register"
-pytestmark = pytest.mark.invariant("KERNEL-INV-02")
 
 
 def registration(email: str = "idem@example.com", name: str = "Idem") -> dict:
@@ -27,6 +26,7 @@ async def count_users(db, email: str) -> int:
 
 
 class TestReplay:
+    @pytest.mark.invariant("KERNEL-INV-02")
     async def test_same_key_same_body_replays_the_first_answer(self, client, db):
         first = await client.post(REGISTER, json=registration(), headers={"Idempotency-Key": "k-1"})
         second = await client.post(REGISTER, json=registration(), headers={"Idempotency-Key": "k-1"})
@@ -37,12 +37,14 @@ class TestReplay:
         assert second.headers["content-type"] == first.headers["content-type"]
         assert await count_users(db, "idem@example.com") == 1
 
+    @pytest.mark.invariant("KERNEL-INV-02")
     async def test_same_key_other_body_is_422(self, client):
         await client.post(REGISTER, json=registration(), headers={"Idempotency-Key": "k-2"})
         reused = await client.post(REGISTER, json=registration(name="Other"), headers={"Idempotency-Key": "k-2"})
         assert reused.status_code == 422
         assert reused.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
 
+    @pytest.mark.invariant("KERNEL-INV-02")
     async def test_same_key_other_path_is_422(self, client, users):
         admin = await users.admin()
         await client.post("/api/v1/iam/users", json=registration("a1@example.com"),
@@ -51,6 +53,7 @@ class TestReplay:
                                   headers={**admin.headers, "Idempotency-Key": "k-3"})
         assert other.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
 
+    @pytest.mark.invariant("KERNEL-INV-02")
     async def test_keys_are_scoped_to_the_principal(self, client, users, db):
         alice, bob = await users.admin(), await users.admin()
         a = await client.post("/api/v1/iam/users", json=registration("fromalice@example.com"),
@@ -60,6 +63,7 @@ class TestReplay:
         assert a.status_code == b.status_code == 201
         assert "idempotent-replayed" not in b.headers
 
+    @pytest.mark.invariant("KERNEL-INV-02")
     async def test_client_errors_are_stored_and_replayed(self, client):
         weak = {**registration(), "password": "short pw 1"[:9]}
         first = await client.post(REGISTER, json=weak, headers={"Idempotency-Key": "k-4"})
@@ -120,6 +124,7 @@ class TestLifetime:
         assert fresh.status_code == 201
         assert "idempotent-replayed" not in fresh.headers
 
+    @pytest.mark.invariant("KERNEL-INV-02")
     async def test_within_24_hours_the_key_still_replays(self, client, clock):
         await client.post(REGISTER, json=registration("h23@example.com"), headers={"Idempotency-Key": "k-8"})
         clock.advance(timedelta(hours=23, minutes=59))
@@ -138,6 +143,7 @@ class TestLifetime:
                                      headers={"Idempotency-Key": "k-9"})
         assert response.status_code == 201
 
+    @pytest.mark.invariant("KERNEL-INV-02")
     async def test_a_live_claim_answers_409_with_retry_after(self, client, db, clock):
         async with db.unit_of_work() as session:
             await session.execute(text(
@@ -171,6 +177,7 @@ async def test_token_answers_are_never_stored(client, users, db):
     assert stored == 0
 
 
+@pytest.mark.invariant("KERNEL-INV-02")
 async def test_ten_concurrent_identical_posts_run_the_handler_once(committed_db, clock, tmp_path):
     """Real parallel connections: exactly one request claims the key; the handler runs once."""
     from tests.conftest import test_settings

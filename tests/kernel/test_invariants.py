@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import ast
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,17 +18,34 @@ from tenet.kernel.transitions import STATE_MACHINES
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
-MARKER = re.compile(r"mark\.invariant\(([^)]*)\)")
-QUOTED = re.compile(r"""["']([A-Z]+-INV-\d+)["']""")
 
 
-def tagged_ids() -> dict[str, list[str]]:
-    """invariant id -> test files tagging it, read statically so any subset of the suite can run this."""
+def _invariant_marks(node: ast.AST) -> list[ast.Call]:
+    """Every `<...>.mark.invariant(...)` call inside `node` (a decorator, including pytest.param(marks=...))."""
+    return [call for call in ast.walk(node) if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "invariant" and isinstance(call.func.value, ast.Attribute)
+            and call.func.value.attr == "mark"]
+
+
+def _test_modules() -> list[tuple[str, ast.Module]]:
+    return [(str(path.relative_to(ROOT)), ast.parse(path.read_text(encoding="utf-8")))
+            for path in sorted(TESTS.rglob("test_*.py"))]
+
+
+def tagged_ids(modules: list[tuple[str, ast.Module]] | None = None) -> dict[str, list[str]]:
+    """invariant id -> the tests tagging it, read statically so any subset of the suite can run this. Only a
+    mark on the test function itself counts (written ids, not computed ones): a module's `pytestmark` or a
+    class decorator would tag every test beside the ones that prove the rule."""
     found: dict[str, list[str]] = {}
-    for path in TESTS.rglob("test_*.py"):
-        for marker in MARKER.findall(path.read_text(encoding="utf-8")):
-            for invariant_id in QUOTED.findall(marker):
-                found.setdefault(invariant_id, []).append(str(path.relative_to(ROOT)))
+    for module, tree in _test_modules() if modules is None else modules:
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not node.name.startswith("test"):
+                continue
+            for decorator in node.decorator_list:
+                for mark in _invariant_marks(decorator):
+                    for arg in mark.args:
+                        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                            found.setdefault(arg.value, []).append(f"{module}::{node.name}")
     return found
 
 
@@ -36,6 +53,34 @@ def test_every_invariant_has_a_tagged_test():
     tagged = tagged_ids()
     untested = [i.id for i in all_invariants() if i.id not in tagged]
     assert not untested, f"invariants without a test tagged @pytest.mark.invariant(id): {untested}"
+
+
+def test_invariant_tags_are_per_test():
+    """No module-wide or class-wide invariant tag: each test names only the rules it proves."""
+    wide = []
+    for module, tree in _test_modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
+                                                    for t in node.targets):
+                wide += [f"{module}: pytestmark" for _ in _invariant_marks(node.value)]
+            elif isinstance(node, ast.ClassDef):
+                wide += [f"{module}::{node.name}" for d in node.decorator_list for _ in _invariant_marks(d)]
+    assert not wide, f"tag the tests that prove each rule instead: {wide}"
+
+
+def test_the_tag_reader_sees_marks_on_tests_only():
+    """The reader above can fail: a module-wide tag is not counted, a test's own tag is."""
+    tree = ast.parse(
+        "import pytest\n"
+        "pytestmark = pytest.mark.invariant('X-INV-01')\n"
+        "@pytest.mark.invariant('X-INV-02')\n"
+        "class TestGroup:\n"
+        "    @pytest.mark.invariant('X-INV-03')\n"
+        "    async def test_one(self): ...\n"
+        "@pytest.mark.parametrize('x', [pytest.param(1, marks=pytest.mark.invariant('X-INV-04'))])\n"
+        "def test_two(x): ...\n"
+        "def helper(): ...\n")
+    assert tagged_ids([("m", tree)]) == {"X-INV-03": ["m::test_one"], "X-INV-04": ["m::test_two"]}
 
 
 def test_every_tag_names_a_registered_invariant():

@@ -6,13 +6,12 @@ import pytest
 
 from tests.workspaces.conftest import add_member, code, ws_invariants_hold
 
-pytestmark = pytest.mark.invariant("WS-INV-10")
-
 
 async def delete_account(client, admin, user):
     return await client.delete(f"/api/v1/iam/users/{user.id}", headers=admin.headers)
 
 
+@pytest.mark.invariant("WS-INV-10")
 async def test_a_deleted_member_leaves_every_workspace(client, users, ws, db, owner, workspace_id):
     admin = await users.admin()
     member = await add_member(ws, db, users, owner, workspace_id)
@@ -24,6 +23,7 @@ async def test_a_deleted_member_leaves_every_workspace(client, users, ws, db, ow
     await ws_invariants_hold(db)
 
 
+@pytest.mark.invariant("WS-INV-10", "WS-INV-01")
 async def test_deleting_the_last_owner_is_refused(client, users, ws, db, owner, workspace_id):
     admin = await users.admin()
     response = await delete_account(client, admin, owner)
@@ -34,6 +34,7 @@ async def test_deleting_the_last_owner_is_refused(client, users, ws, db, owner, 
     await ws_invariants_hold(db)
 
 
+@pytest.mark.invariant("WS-INV-10")
 async def test_with_a_second_owner_the_account_can_go(client, users, ws, db, owner, workspace_id):
     admin = await users.admin()
     await add_member(ws, db, users, owner, workspace_id, role="owner")
@@ -41,6 +42,7 @@ async def test_with_a_second_owner_the_account_can_go(client, users, ws, db, own
     await ws_invariants_hold(db)
 
 
+@pytest.mark.invariant("WS-INV-10")
 async def test_the_detector_finds_a_deleted_account_still_member(users, ws, db, owner, workspace_id):
     from sqlalchemy import text
 

@@ -137,3 +137,60 @@ class TestDatabaseRefusesIllegalRows:
         await ws.accept(invitee, await token_for(db, invitee.email))
         async with db.unit_of_work() as session:
             await session.execute(text("SET CONSTRAINTS ALL IMMEDIATE"))  # runs the queued checks: no error
+
+
+class TestNothingIsDeleted:
+    """Workspaces, memberships and invitations end in a state; the database refuses DELETE and TRUNCATE of
+    them, whoever connects (the `*_never_deleted` triggers)."""
+
+    @pytest.mark.invariant("WS-INV-05", "WS-INV-09")
+    async def test_membership_of_an_accepted_invitation_deleted(self, ws, owner, workspace_id, users, db):
+        invitee = await users.make()
+        invitation_id = await ws.invite_ok(owner, workspace_id, invitee.email)
+        await ws.accept(invitee, await token_for(db, invitee.email))
+        name = await _refused(db, ("DELETE FROM workspace.membership WHERE invitation_id = :id", {"id": invitation_id}))
+        assert name == "membership_never_deleted"
+
+    @pytest.mark.invariant("WS-INV-09")
+    async def test_ended_membership_deleted(self, ws, owner, workspace_id, users, db):
+        member = await add_member(ws, db, users, owner, workspace_id)
+        await ws.leave(member, workspace_id)
+        name = await _refused(db, ("DELETE FROM workspace.membership WHERE user_id = :u", {"u": member.id}))
+        assert name == "membership_never_deleted"
+
+    @pytest.mark.invariant("WS-INV-04")
+    async def test_revoked_invitation_deleted(self, ws, owner, workspace_id, db):
+        invitation_id = await ws.invite_ok(owner, workspace_id, "a@example.com")
+        await ws.revoke(owner, invitation_id)
+        name = await _refused(db, ("DELETE FROM workspace.invitation WHERE id = :id", {"id": invitation_id}))
+        assert name == "invitation_never_deleted"
+
+    @pytest.mark.invariant("WS-INV-04", "WS-INV-05")
+    async def test_accepted_invitation_deleted_with_its_membership(self, ws, owner, workspace_id, users, db):
+        invitee = await users.make()
+        invitation_id = await ws.invite_ok(owner, workspace_id, invitee.email)
+        await ws.accept(invitee, await token_for(db, invitee.email))
+        # The membership is detached first, so no foreign key stands in the way: only the trigger refuses.
+        name = await _refused(
+            db, ("UPDATE workspace.membership SET invitation_id = NULL WHERE invitation_id = :id",
+                 {"id": invitation_id}),
+            ("DELETE FROM workspace.invitation WHERE id = :id", {"id": invitation_id}))
+        assert name == "invitation_never_deleted"
+
+    @pytest.mark.invariant("WS-INV-09")
+    async def test_deleted_workspace_deleted(self, ws, owner, workspace_id, db, job_runtime):
+        from tenet.kernel.jobs import run_now
+        from tenet.workspaces import tasks
+
+        await ws.delete(owner, workspace_id)
+        await run_now(tasks.finish_workspace_deletions, job_runtime, timestamp=0)
+        name = await _refused(db, ("DELETE FROM workspace.workspace WHERE id = :id", {"id": workspace_id}))
+        assert name == "workspace_never_deleted"
+
+    @pytest.mark.invariant("WS-INV-04", "WS-INV-05", "WS-INV-09")
+    @pytest.mark.parametrize("table", ["workspace", "membership", "invitation"])
+    async def test_truncate(self, owner, workspace_id, db, table):
+        # TRUNCATE needs the queued commit-time checks of the rows the fixtures wrote run first.
+        name = await _refused(db, ("SET CONSTRAINTS ALL IMMEDIATE", {}),
+                              (f"TRUNCATE workspace.{table} CASCADE", {}))
+        assert name == f"{table}_never_deleted"

@@ -17,6 +17,19 @@ from tests.workspaces.conftest import add_member, token_for
 
 ROOT = Path(__file__).resolve().parents[2]
 WS_IDS = [f"WS-INV-{n:02d}" for n in range(1, 11)]
+# (rule, table, trigger): each trigger a rule names, which its detector must see firing.
+TRIGGERS_OF_RULES = [
+    ("WS-INV-04", "invitation", "invitation_terminal_is_final"),
+    ("WS-INV-04", "invitation", "invitation_never_deleted"),
+    ("WS-INV-05", "invitation", "invitation_accepted_has_membership"),
+    ("WS-INV-05", "membership", "membership_invitation_is_accepted"),
+    ("WS-INV-05", "membership", "membership_never_deleted"),
+    ("WS-INV-05", "invitation", "invitation_never_deleted"),
+    ("WS-INV-09", "workspace", "workspace_terminal_is_final"),
+    ("WS-INV-09", "membership", "membership_terminal_is_final"),
+    ("WS-INV-09", "workspace", "workspace_never_deleted"),
+    ("WS-INV-09", "membership", "membership_never_deleted"),
+]
 
 # Codes clients may have seen; a code removed from WorkspaceErrorCode fails here (values never change).
 KNOWN_CODES = {
@@ -100,13 +113,20 @@ class TestDetectorsFindPlantedViolations:
             assert [v["email_normalized"] for v in await _violations(session, "WS-INV-03")] == ["ada@example.com"]
             await session.rollback()
 
-    @pytest.mark.invariant("WS-INV-04")
-    async def test_terminal_state_trigger_disabled(self, db):
+    @pytest.mark.parametrize(("invariant_id", "table", "trigger"), [
+        pytest.param(invariant_id, table, trigger, id=f"{invariant_id}-{trigger}",
+                     marks=pytest.mark.invariant(invariant_id))
+        for invariant_id, table, trigger in TRIGGERS_OF_RULES
+    ])
+    @pytest.mark.parametrize("how", ["DISABLE", "ENABLE REPLICA"])
+    async def test_trigger_disabled(self, db, invariant_id, table, trigger, how):
+        """A trigger that does not fire in an ordinary session (disabled, or firing only for replicas) is
+        reported by each rule it holds."""
         async with db.unit_of_work() as session:
-            await session.execute(text(
-                "ALTER TABLE workspace.invitation DISABLE TRIGGER invitation_terminal_is_final"))
-            (violation,) = await _violations(session, "WS-INV-04")
-            assert "trigger" in violation["problem"]
+            assert await _violations(session, invariant_id) == []
+            await session.execute(text(f"ALTER TABLE workspace.{table} {how} TRIGGER {trigger}"))
+            assert [v["problem"] for v in await _violations(session, invariant_id)] == [
+                f"trigger {trigger} missing or disabled"]
             await session.rollback()
 
     @pytest.mark.invariant("WS-INV-05")
@@ -135,6 +155,27 @@ class TestDetectorsFindPlantedViolations:
             (violation,) = await _violations(session, "WS-INV-06")
             assert (str(violation["invitation_id"]), violation["problem"]) == (
                 invitation_id, "token not stored as a digest")
+            await session.rollback()
+
+    @pytest.mark.invariant("WS-INV-06")
+    async def test_acceptance_by_an_account_with_another_email(self, ws, owner, workspace_id, users, db):
+        invitee = await users.make(email="ada@example.com")
+        invitation_id = await ws.invite_ok(owner, workspace_id, "Ada@Example.com")
+        assert (await ws.accept(invitee, await token_for(db, "Ada@Example.com"))).status_code == 200
+        async with db.unit_of_work() as session:
+            # Deleting the account keeps its email: the acceptance still matches.
+            await session.execute(text(
+                "UPDATE iam.user_account SET status = 'deleted', deleted_at = now() WHERE id = :u"), {"u": invitee.id})
+            assert await _violations(session, "WS-INV-06") == []
+            await session.execute(text(
+                "UPDATE iam.user_account SET email = 'bob@example.com', email_normalized = 'bob@example.com' "
+                "WHERE id = :u"), {"u": invitee.id})
+            assert [(str(v["invitation_id"]), v["problem"]) for v in await _violations(session, "WS-INV-06")] == [
+                (invitation_id, "accepted by an account with another email")]
+            # Keys of different algorithm versions are not comparable: the detector does not judge them.
+            await session.execute(text("UPDATE iam.user_account SET email_normalization = 'email-v2' WHERE id = :u"),
+                                  {"u": invitee.id})
+            assert await _violations(session, "WS-INV-06") == []
             await session.rollback()
 
     @pytest.mark.invariant("WS-INV-07")
@@ -166,7 +207,8 @@ class TestDetectorsFindPlantedViolations:
             await session.execute(text(
                 "UPDATE workspace.workspace SET status = 'DELETED', deletion_requested_at = now(), deleted_at = now() "
                 "WHERE id = :w"), {"w": workspace_id})
-            assert len(await _violations(session, "WS-INV-09")) == 2
+            assert [v["problem"] for v in await _violations(session, "WS-INV-09")] == [
+                "active membership in a deleted workspace"] * 2
             await session.rollback()
 
 

@@ -8,8 +8,6 @@ from sqlalchemy import text
 from tenet.workspaces.permissions import Action, allowed
 from tests.workspaces.conftest import add_member, code, token_for, ws_invariants_hold
 
-pytestmark = pytest.mark.invariant("WS-INV-01")
-
 
 async def _membership_rows(db, workspace_id: str, user_id) -> list[tuple[str, str]]:
     async with db.read_only() as session:
@@ -55,12 +53,14 @@ class TestChangeMemberRole:
         member = await add_member(ws, db, users, owner, workspace_id, "owner")
         assert (await ws.get(member, workspace_id)).json()["role"] == "owner"
 
+    @pytest.mark.invariant("WS-INV-01")
     async def test_last_owner_demoting_self_is_refused(self, ws, owner, workspace_id, db):
         response = await ws.set_role(owner, workspace_id, owner, "admin")
         assert response.status_code == 409
         assert code(response) == "LAST_OWNER"
         await ws_invariants_hold(db)
 
+    @pytest.mark.invariant("WS-INV-01")
     async def test_owner_demotes_self_when_another_owner_remains(self, ws, owner, workspace_id, users, db):
         await add_member(ws, db, users, owner, workspace_id, "owner")
         response = await ws.set_role(owner, workspace_id, owner, "member")
@@ -68,6 +68,7 @@ class TestChangeMemberRole:
         assert response.json()["role"] == "member"
         await ws_invariants_hold(db)
 
+    @pytest.mark.invariant("WS-INV-01")
     async def test_owner_demoting_the_other_owner_keeps_one(self, ws, owner, workspace_id, users, db):
         other = await add_member(ws, db, users, owner, workspace_id, "owner")
         assert (await ws.set_role(owner, workspace_id, other, "admin")).status_code == 200
@@ -125,11 +126,13 @@ class TestRemoveMember:
         other = await add_member(ws, db, users, owner, workspace_id)
         assert (await ws.remove(member, workspace_id, other)).status_code == 403
 
+    @pytest.mark.invariant("WS-INV-01")
     async def test_owner_removes_co_owner_and_an_owner_remains(self, ws, owner, workspace_id, users, db):
         other = await add_member(ws, db, users, owner, workspace_id, "owner")
         assert (await ws.remove(owner, workspace_id, other)).status_code == 204
         await ws_invariants_hold(db)
 
+    @pytest.mark.invariant("WS-INV-01")
     async def test_last_owner_removing_self_is_refused(self, ws, owner, workspace_id, db):
         response = await ws.remove(owner, workspace_id, owner)
         assert response.status_code == 409
@@ -146,6 +149,7 @@ class TestLeaveWorkspace:
         assert (await ws.leave(member, workspace_id)).status_code == 204
         assert await _membership_rows(db, workspace_id, member.id) == [("LEFT", "member")]
 
+    @pytest.mark.invariant("WS-INV-01")
     async def test_last_owner_leaving_is_refused(self, ws, owner, workspace_id, users, db):
         await add_member(ws, db, users, owner, workspace_id, "admin")
         response = await ws.leave(owner, workspace_id)
@@ -153,6 +157,7 @@ class TestLeaveWorkspace:
         assert code(response) == "LAST_OWNER"
         await ws_invariants_hold(db)
 
+    @pytest.mark.invariant("WS-INV-01")
     async def test_owner_leaves_when_another_owner_remains(self, ws, owner, workspace_id, users, db):
         other = await add_member(ws, db, users, owner, workspace_id, "owner")
         assert (await ws.leave(owner, workspace_id)).status_code == 204
@@ -170,6 +175,7 @@ class TestLeaveWorkspace:
 
 
 class TestTransferOwnership:
+    @pytest.mark.invariant("WS-INV-01")
     async def test_member_becomes_owner_and_caller_becomes_admin(self, ws, owner, workspace_id, users, db):
         member = await add_member(ws, db, users, owner, workspace_id)
         response = await ws.transfer(owner, workspace_id, member)

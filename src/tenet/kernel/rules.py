@@ -46,22 +46,32 @@ register(
     domain="kernel",
     statement="Every table of the database has row-level security enabled, no permissive policy, and no "
               "privilege granted to the roles anon or authenticated (spec 000 P4).",
-    scope="Tables in the kernel, iam, workspace and public schemas (procrastinate's too).",
-    counterexample="A new table created without ENABLE ROW LEVEL SECURITY, readable by `authenticated`.",
+    scope="Tables of every schema but PostgreSQL's own (pg_catalog, information_schema, pg_toast, pg_temp_*): "
+          "ours, procrastinate's and alembic_version in public, and any schema added later. Tables an extension "
+          "owns are the extension's to define and are left out of the RLS and policy checks (none is installed); "
+          "grants to anon or authenticated are checked on every table.",
+    counterexample="A new table created without ENABLE ROW LEVEL SECURITY, readable by `authenticated`; a new "
+                   "schema whose tables nobody checks.",
     db=(),
     db_reason="a rule about the catalog itself; each migration enables RLS, this detector checks it",
     app="None: the service connects as the tables' owner.",
     error_code=None,
     concurrency="Not applicable: schema changes run in migrations.",
-    detector="""
-        SELECT n.nspname AS schema, c.relname AS table_name, 'rls disabled' AS problem
-          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-         WHERE c.relkind IN ('r', 'p') AND NOT c.relrowsecurity
-           AND n.nspname IN ('kernel', 'iam', 'workspace', 'public')
+    # Schema names starting with pg_ are reserved to PostgreSQL, so `NOT LIKE 'pg\_%'` is exactly its own
+    # schemas (pg_catalog, pg_toast, pg_temp_N, pg_toast_temp_N).
+    detector=r"""
+        WITH checked AS (
+          SELECT c.oid, n.nspname, c.relname, c.relrowsecurity
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE c.relkind IN ('r', 'p')
+             AND n.nspname NOT LIKE 'pg\_%' AND n.nspname <> 'information_schema'
+             AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                              WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'))
+        SELECT nspname AS schema, relname AS table_name, 'rls disabled' AS problem
+          FROM checked WHERE NOT relrowsecurity
         UNION ALL
-        SELECT schemaname, tablename, 'permissive policy ' || policyname
-          FROM pg_policies WHERE permissive = 'PERMISSIVE'
-           AND schemaname IN ('kernel', 'iam', 'workspace', 'public')
+        SELECT t.nspname, t.relname, 'permissive policy ' || p.polname
+          FROM checked t JOIN pg_policy p ON p.polrelid = t.oid WHERE p.polpermissive
         UNION ALL
         SELECT table_schema, table_name, 'granted ' || privilege_type || ' to ' || grantee
           FROM information_schema.role_table_grants

@@ -7,14 +7,34 @@ states need. Every detector returns the violating rows (empty = holds); `tenet i
 from tenet.kernel.invariants import register
 from tenet.workspaces.models import (
     INVITATION_ACCEPT_TRIGGER,
+    INVITATION_NEVER_DELETED_TRIGGER,
     INVITATION_PENDING_INDEX,
     INVITATION_TERMINAL_TRIGGER,
     INVITATION_TOKEN_UNIQUE,
     MEMBERSHIP_ACTIVE_INDEX,
     MEMBERSHIP_INVITATION_TRIGGER,
+    MEMBERSHIP_NEVER_DELETED_TRIGGER,
     MEMBERSHIP_TERMINAL_TRIGGER,
+    WORKSPACE_NEVER_DELETED_TRIGGER,
     WORKSPACE_TERMINAL_TRIGGER,
 )
+
+
+def _with_triggers_firing(detector: str, *triggers: tuple[str, str], leading_nulls: int) -> str:
+    """`detector` UNION a row 'trigger <name> missing or disabled' for each (table of the workspace schema,
+    trigger) that would not fire in an ordinary session: absent, disabled, or enabled for replicas only.
+    `leading_nulls` pads those rows to the detector's columns."""
+    wanted = ",\n                       ".join(f"('{table}', '{name}')" for table, name in triggers)
+    return detector.rstrip() + f"""
+        UNION ALL
+        SELECT {"NULL, " * leading_nulls}'trigger ' || want.name || ' missing or disabled'
+          FROM (VALUES {wanted}) AS want(table_name, name)
+         WHERE NOT EXISTS (SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+                            JOIN pg_namespace n ON n.oid = c.relnamespace
+                           WHERE n.nspname = 'workspace' AND c.relname = want.table_name
+                             AND t.tgname = want.name AND t.tgenabled IN ('O', 'A'))
+    """  # noqa: S608  (names of this module's constants, not input)
+
 
 _LOCK = ("SELECT .. FOR UPDATE of the workspace row (`_lock_workspace`), taken first by every command that "
          "changes the workspace's memberships or invitations, so the check and the write of two commands never "
@@ -81,31 +101,26 @@ register(
 register(
     id="WS-INV-04",
     domain="workspaces",
-    statement="Invitations go PENDING -> ACCEPTED | REVOKED | EXPIRED; terminal states are final, and each "
-              "state carries its time.",
+    statement="Invitations go PENDING -> ACCEPTED | REVOKED | EXPIRED; terminal states are final, each "
+              "state carries its time, and no invitation is ever deleted.",
     scope="workspace.invitation, every row",
     counterexample="A revoked invitation is set back to PENDING and accepted; an EXPIRED row without "
-                   "expired_at.",
-    db=(INVITATION_TERMINAL_TRIGGER, "ck_invitation_status", "ck_invitation_accepted_has_time",
-        "ck_invitation_revoked_has_time", "ck_invitation_expired_has_time"),
+                   "expired_at; an accepted invitation deleted, and its history with it.",
+    db=(INVITATION_TERMINAL_TRIGGER, INVITATION_NEVER_DELETED_TRIGGER, "ck_invitation_status",
+        "ck_invitation_accepted_has_time", "ck_invitation_revoked_has_time", "ck_invitation_expired_has_time"),
     app="Every change is a declared transition (lifecycles.INVITATION) applied as a conditional UPDATE on "
         "status = 'PENDING'; zero rows answers the terminal state's code.",
     error_code="INVITATION_ALREADY_ACCEPTED",
-    concurrency="Conditional UPDATE (row lock) under the workspace row lock; the trigger refuses any write "
-                "that leaves a terminal state, whoever connects.",
-    detector="""
+    concurrency="Conditional UPDATE (row lock) under the workspace row lock; the triggers refuse any write "
+                "that leaves a terminal state, and any DELETE or TRUNCATE, whoever connects.",
+    detector=_with_triggers_firing("""
         SELECT id::text AS invitation_id, status AS problem FROM workspace.invitation
          WHERE status NOT IN ('PENDING', 'ACCEPTED', 'REVOKED', 'EXPIRED')
             OR (status = 'ACCEPTED') <> (accepted_at IS NOT NULL)
             OR (status = 'REVOKED') <> (revoked_at IS NOT NULL)
             OR (status = 'EXPIRED') <> (expired_at IS NOT NULL)
-        UNION ALL
-        SELECT NULL, 'terminal-state trigger missing or disabled'
-         WHERE NOT EXISTS (SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-                            JOIN pg_namespace n ON n.oid = c.relnamespace
-                           WHERE n.nspname = 'workspace' AND c.relname = 'invitation'
-                             AND t.tgname = 'invitation_terminal_is_final' AND t.tgenabled <> 'D')
-    """,
+    """, ("invitation", INVITATION_TERMINAL_TRIGGER), ("invitation", INVITATION_NEVER_DELETED_TRIGGER),
+        leading_nulls=1),
 )
 
 register(
@@ -116,13 +131,14 @@ register(
               "invitation points at an ACCEPTED one.",
     scope="workspace.invitation where status = 'ACCEPTED'; workspace.membership where invitation_id IS NOT NULL",
     counterexample="The invitation is marked ACCEPTED but the process dies before the membership is written "
-                   "(or the other way round).",
+                   "(or the other way round); the membership of an accepted invitation is deleted later.",
     db=(INVITATION_ACCEPT_TRIGGER, MEMBERSHIP_INVITATION_TRIGGER, "uq_membership_invitation_id",
-        "fk_membership_invitation_id_invitation"),
+        "fk_membership_invitation_id_invitation", MEMBERSHIP_NEVER_DELETED_TRIGGER, INVITATION_NEVER_DELETED_TRIGGER),
     app="accept_invitation performs both writes in the caller's single unit of work.",
     error_code=None,
-    concurrency="One transaction; deferred constraint triggers check both directions at commit.",
-    detector="""
+    concurrency="One transaction; deferred constraint triggers check both directions at commit, and neither "
+                "row can be deleted afterwards (DELETE and TRUNCATE refused by trigger).",
+    detector=_with_triggers_firing("""
         SELECT i.id AS invitation_id, 'accepted without membership' AS problem FROM workspace.invitation i
          WHERE i.status = 'ACCEPTED'
            AND NOT EXISTS (SELECT 1 FROM workspace.membership m WHERE m.invitation_id = i.id
@@ -131,7 +147,9 @@ register(
         SELECT i.id, 'membership from an invitation that is not accepted' FROM workspace.membership m
           JOIN workspace.invitation i ON i.id = m.invitation_id
          WHERE i.status <> 'ACCEPTED' OR i.accepted_by <> m.user_id OR i.workspace_id <> m.workspace_id
-    """,
+    """, ("invitation", INVITATION_ACCEPT_TRIGGER), ("membership", MEMBERSHIP_INVITATION_TRIGGER),
+        ("membership", MEMBERSHIP_NEVER_DELETED_TRIGGER), ("invitation", INVITATION_NEVER_DELETED_TRIGGER),
+        leading_nulls=1),
 )
 
 register(
@@ -139,7 +157,10 @@ register(
     domain="workspaces",
     statement="A revoked, expired, superseded (resent) or used token never yields membership; only a SHA-256 "
               "digest of a token is stored; the accepting account's normalised email equals the invitation's.",
-    scope="workspace.invitation tokens and acceptances",
+    scope="workspace.invitation tokens and acceptances. The detector compares the stored email keys of the "
+          "invitation and of its acceptor's account as it is now, which is the email it accepted with (an "
+          "account's email never changes and is kept when the account is deleted), and only keys of one algorithm "
+          "version (every row is email-v1 today)",
     counterexample="A token from the first mail still works after a resend; an invitation for ada@example.com "
                    "accepted by bob@example.com; a token readable in the database.",
     db=("ck_invitation_token_is_digest", INVITATION_TOKEN_UNIQUE, "ck_invitation_accepted_before_expiry",
@@ -160,6 +181,11 @@ register(
         UNION ALL
         SELECT id, 'accepted after being revoked or expired' FROM workspace.invitation
          WHERE status = 'ACCEPTED' AND (revoked_at IS NOT NULL OR expired_at IS NOT NULL)
+        UNION ALL
+        SELECT i.id, 'accepted by an account with another email' FROM workspace.invitation i
+          JOIN iam.user_account u ON u.id = i.accepted_by
+         WHERE i.status = 'ACCEPTED' AND u.email_normalization = i.email_normalization
+           AND u.email_normalized <> i.email_normalized
     """,
 )
 
@@ -213,21 +239,24 @@ register(
     id="WS-INV-09",
     domain="workspaces",
     statement="A DELETED workspace has no active membership; DELETED is final for workspaces, and LEFT, "
-              "REMOVED and CLOSED are final for memberships.",
+              "REMOVED and CLOSED are final for memberships; neither workspaces nor memberships are ever deleted.",
     scope="workspace.workspace where status = 'DELETED'; workspace.membership, every row",
     counterexample="A deleted workspace still lists active members, or a removed membership is reactivated "
-                   "by an UPDATE instead of a new invitation.",
-    db=(WORKSPACE_TERMINAL_TRIGGER, MEMBERSHIP_TERMINAL_TRIGGER, "ck_workspace_deleted_has_time",
-        "ck_membership_ended_has_time"),
+                   "by an UPDATE instead of a new invitation, or deleted so that nobody can tell it existed.",
+    db=(WORKSPACE_TERMINAL_TRIGGER, MEMBERSHIP_TERMINAL_TRIGGER, WORKSPACE_NEVER_DELETED_TRIGGER,
+        MEMBERSHIP_NEVER_DELETED_TRIGGER, "ck_workspace_deleted_has_time", "ck_membership_ended_has_time"),
     app="finish_workspace_deletions closes every ACTIVE membership in the transaction that moves the "
         "workspace to DELETED.",
     error_code="WORKSPACE_NOT_FOUND",
-    concurrency="The sweep locks each workspace (SKIP LOCKED) before closing its memberships.",
-    detector="""
-        SELECT m.id AS membership_id, w.id AS workspace_id FROM workspace.membership m
-          JOIN workspace.workspace w ON w.id = m.workspace_id
+    concurrency="The sweep locks each workspace (SKIP LOCKED) before closing its memberships; the triggers "
+                "refuse leaving a terminal state, DELETE and TRUNCATE, whoever connects.",
+    detector=_with_triggers_firing("""
+        SELECT m.id AS membership_id, w.id AS workspace_id, 'active membership in a deleted workspace' AS problem
+          FROM workspace.membership m JOIN workspace.workspace w ON w.id = m.workspace_id
          WHERE w.status = 'DELETED' AND m.status = 'ACTIVE'
-    """,
+    """, ("workspace", WORKSPACE_TERMINAL_TRIGGER), ("membership", MEMBERSHIP_TERMINAL_TRIGGER),
+        ("workspace", WORKSPACE_NEVER_DELETED_TRIGGER), ("membership", MEMBERSHIP_NEVER_DELETED_TRIGGER),
+        leading_nulls=2),
 )
 
 register(

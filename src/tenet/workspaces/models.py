@@ -1,8 +1,9 @@
 """Tables of workspaces (schema `workspace`), derived from the rules WS-INV-01..09 (invariants.py).
 
 Nothing here is ever deleted: workspaces, memberships and invitations end in a state, so audit rows,
-foreign keys and the history of who joined through which invitation keep pointing at real rows. Every
-unique rule therefore names the live subset it covers (partial unique indexes).
+foreign keys and the history of who joined through which invitation keep pointing at real rows (the
+database refuses DELETE and TRUNCATE of them: the `*_never_deleted` triggers). Every unique rule therefore
+names the live subset it covers (partial unique indexes).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ MEMBERSHIP_TERMINAL_TRIGGER = "membership_terminal_is_final"
 WORKSPACE_TERMINAL_TRIGGER = "workspace_terminal_is_final"
 INVITATION_ACCEPT_TRIGGER = "invitation_accepted_has_membership"
 MEMBERSHIP_INVITATION_TRIGGER = "membership_invitation_is_accepted"
+# Nothing here is deleted (module docstring): these refuse DELETE and TRUNCATE, whoever connects.
+WORKSPACE_NEVER_DELETED_TRIGGER = "workspace_never_deleted"
+MEMBERSHIP_NEVER_DELETED_TRIGGER = "membership_never_deleted"
+INVITATION_NEVER_DELETED_TRIGGER = "invitation_never_deleted"
 
 _DIGEST = "'^sha256:[0-9a-f]{64}$'"
 

@@ -2,7 +2,7 @@
 transaction (KERNEL-INV-04)
 
 Revision ID: 3c8e5b1f9a27
-Revises: 54a4ea34f27b
+Revises: 203d38dffaef
 Create Date: 2026-12-01 09:00:00+00:00
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "3c8e5b1f9a27"
-down_revision: str | Sequence[str] | None = "54a4ea34f27b"
+down_revision: str | Sequence[str] | None = "203d38dffaef"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
