@@ -21,12 +21,7 @@ from tenet.kernel.errors import DomainError
 from tenet.kernel.settings import Rate
 from tenet.workspaces import service
 from tenet.workspaces.permissions import InvitationRole
-from tests.concurrency.test_workspace_races import (  # noqa: F401  (fixtures)
-    _ws_rules_hold,
-    people,
-    policy,
-    ws_app,
-)
+from tests.concurrency.test_workspace_races import _ws_rules_hold
 from tests.support.invariants import assert_invariants_hold
 
 WINDOW = 0.3
@@ -111,12 +106,12 @@ async def test_creating_a_workspace_while_the_creator_is_deleted_leaves_no_owner
         creator = await people.make()
         now = clock.now()
 
-        async def create() -> str:
+        async def create(owner_id, now) -> str:
             async with committed_db.unit_of_work() as session:
-                return await _outcome(service.create_workspace(session, name="Mine", owner_id=creator.id, now=now,
+                return await _outcome(service.create_workspace(session, name="Mine", owner_id=owner_id, now=now,
                                                                creation_limit=Rate.parse("100/hour")))
 
-        created, deleted = await asyncio.gather(create(), _delete(committed_db, creator.id, now))
+        created, deleted = await asyncio.gather(create(creator.id, now), _delete(committed_db, creator.id, now))
         # Either the deletion came first (creation refused) or it came second and found the creator the last
         # owner of a live workspace (deletion refused): never both "ok".
         assert (created, deleted) in {("ok", "LAST_OWNER"), ("ACCOUNT_NOT_ACTIVE", "ok")}

@@ -18,31 +18,14 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from tenet.app import create_app
 from tenet.db.database import Database
 from tenet.kernel.errors import DomainError
 from tenet.workspaces import errors, service
 from tenet.workspaces.permissions import InvitationRole, WorkspaceRole
-from tests.conftest import test_settings
 from tests.support.invariants import assert_invariants_hold
 from tests.support.users import TestUser, UserFactory
 
 WINDOW = 0.3  # seconds between the decisive read and the write, wide enough for the other side to read too
-
-
-@pytest.fixture
-def ws_app(committed_db, clock, tmp_path):
-    return create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock, run_background_tasks=False)
-
-
-@pytest.fixture
-def people(ws_app, committed_db, clock) -> UserFactory:
-    return UserFactory(ws_app, committed_db, clock)
-
-
-@pytest.fixture
-def policy(ws_app) -> service.InvitationPolicy:
-    return service.InvitationPolicy.from_settings(ws_app.state.settings)
 
 
 async def _outcome(awaitable) -> str:
