@@ -53,3 +53,29 @@ def test_the_development_key_is_generated_once_and_kept(tmp_path):
 def test_a_short_secret_key_is_refused():
     with pytest.raises(ValidationError, match="at least 32"):
         Settings(_env_file=None, secret_key="short")
+
+
+def test_a_shared_database_without_a_secret_key_refuses_to_sign(tmp_path):
+    """Issue 6.9: with DATABASE_URL every process of a fleet must share TENET_SECRET_KEY; generating one per
+    machine would make tokens fail across the load balancer."""
+    from tenet.kernel.settings import MissingSecretKey
+
+    settings = Settings(_env_file=None, database_url="postgresql://u@h/db", data_dir=tmp_path)
+    with pytest.raises(MissingSecretKey, match="TENET_SECRET_KEY"):
+        settings.signing_key()
+    assert not (tmp_path / "secret_key").exists()
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "1"], ["worker"]])
+def test_serve_and_worker_refuse_to_start_without_a_secret_key_on_a_shared_database(command, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support.live import service_env
+
+    env = service_env(DATABASE_URL="postgresql://postgres@127.0.0.1:1/none", TENET_DATA_DIR=str(tmp_path))
+    env.pop("TENET_SECRET_KEY")
+    result = subprocess.run([sys.executable, "-m", "tenet", *command], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "TENET_SECRET_KEY" in result.stdout + result.stderr

@@ -83,3 +83,46 @@ async def test_pool_survives_a_database_restart(database_url, engine):
             assert (await session.execute(text("SELECT 2"))).scalar_one() == 2
     finally:
         await survivor.dispose()
+
+
+async def test_a_post_with_an_idempotency_key_answers_503_not_500_when_the_database_is_gone(unreachable, clock,
+                                                                                           tmp_path):
+    """Issue 6.5: the idempotency claim itself needs the database; its failure is an outage (503 + Retry-After),
+    not a bug."""
+    app = create_app(test_settings(data_dir=tmp_path), database=unreachable, clock=clock, run_background_tasks=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        response = await client.post("/api/v1/auth/register", headers={"Idempotency-Key": "outage-1"},
+                                     json={"email": "o@example.com", "password": "a long password",
+                                           "display_name": "O"})
+    assert response.status_code == 503, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["code"] == "SERVICE_UNAVAILABLE" and response.headers["retry-after"]
+    assert response.json()["request_id"] == response.headers["x-request-id"]
+
+
+async def test_the_read_path_retries_once_on_a_fresh_connection_after_its_connections_were_killed(
+        database_url, engine, clock, tmp_path):
+    """Issue 8: a read is safe to repeat, so a statement whose connection broke (server restart, killed backend)
+    runs again on a fresh one and the client never sees the failure."""
+    from sqlalchemy import text
+
+    from tests.support.users import UserFactory
+
+    database = Database.from_url(database_url, pool_size=2, read_pool_size=2)
+    app = create_app(test_settings(data_dir=tmp_path), database=database, clock=clock, run_background_tasks=False)
+    try:
+        user = await UserFactory(app, database, clock).make()
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            assert (await client.get("/api/v1/auth/me", headers=user.headers)).status_code == 200
+            async with engine.connect() as admin:
+                killed = (await admin.execute(text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE application_name = 'tenet-read' AND datname = current_database()"))).scalar_one()
+            assert killed >= 1
+            answers = [(await client.get("/api/v1/auth/me", headers=user.headers)).status_code for _ in range(4)]
+        assert answers == [200] * 4
+    finally:
+        await database.dispose()
+        async with engine.begin() as connection:
+            await connection.execute(text("SET LOCAL session_replication_role = replica"))
+            await connection.execute(text("TRUNCATE iam.user_account, kernel.audit_log CASCADE"))

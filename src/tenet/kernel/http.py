@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.params import File, Form
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -137,8 +137,9 @@ def install_openapi(app: FastAPI) -> None:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             exempt = frozenset(
-                route.path for route in app.routes
-                if isinstance(route, APIRoute) and not idempotency.honours_idempotency_key(route.endpoint)
+                context.path for context in iter_route_contexts(app.routes)
+                if isinstance(context.original_route, APIRoute) and context.path
+                and not idempotency.honours_idempotency_key(context.original_route.endpoint)
             )
             app.openapi_schema = _document_problems(get_openapi(
                 title=app.title, version=app.version, description=app.description, routes=app.routes,

@@ -1,0 +1,165 @@
+"""The HTTP edge every domain inherits (issue 7): body limits per route (Starlette's), routes that stream
+their body bypass the idempotency layer, idempotency leases renewed while a request runs, and one writer of
+problem+json (with the request id) for every error path."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+
+import httpx
+import pytest
+from fastapi import APIRouter, Request
+from sqlalchemy import text
+
+from tenet.app import create_app
+from tenet.kernel import idempotency
+from tenet.kernel.http import API_PREFIX, TenetRoute
+from tenet.kernel.idempotency import streams_body
+from tests.conftest import test_settings
+
+BIG = 3 * 1024 * 1024  # over the default 1 MiB JSON limit, under the upload route's 5 MiB
+
+router = APIRouter(prefix=f"{API_PREFIX}/edge-test", route_class=TenetRoute)
+calls: list[str] = []
+
+
+@router.post("/upload", max_body_size=5 * 1024 * 1024)
+@streams_body
+async def upload(request: Request) -> dict[str, int]:
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+    calls.append("upload")
+    return {"size": size}
+
+
+release = asyncio.Event()
+
+
+@router.post("/slow", status_code=201)
+async def slow(request: Request) -> dict[str, str]:
+    calls.append("slow")
+    await release.wait()  # the test decides when the long request ends
+    return {"id": uuid.uuid4().hex}
+
+
+@pytest.fixture
+async def edge_client(db, clock, tmp_path):
+    app = create_app(test_settings(data_dir=tmp_path), database=db, clock=clock, run_background_tasks=False)
+    app.include_router(router)
+    calls.clear()
+    release.clear()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        yield client
+
+
+@pytest.fixture
+async def committed_edge_client(committed_db, clock, tmp_path):
+    """The same app on a database that really commits: concurrent requests on their own connections."""
+    app = create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock, run_background_tasks=False)
+    app.include_router(router)
+    calls.clear()
+    release.clear()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        yield client
+
+
+def _chunks(size: int, piece: int = 64 * 1024):
+    async def generate():
+        sent = 0
+        while sent < size:
+            step = min(piece, size - sent)
+            sent += step
+            yield b"x" * step
+    return generate()
+
+
+class TestBodyLimits:
+    async def test_a_declared_body_over_the_default_limit_is_a_413_problem_with_the_request_id(self, edge_client):
+        response = await edge_client.post("/api/v1/auth/register", content=b"{" + b" " * BIG + b"}",
+                                          headers={"content-type": "application/json"})
+        assert response.status_code == 413
+        assert response.headers["content-type"] == "application/problem+json"
+        problem = response.json()
+        assert problem["code"] == "PAYLOAD_TOO_LARGE" and problem["request_id"] == response.headers["x-request-id"]
+
+    async def test_a_streamed_body_over_the_limit_is_refused_while_it_arrives(self, edge_client):
+        response = await edge_client.post("/api/v1/auth/register", content=_chunks(BIG),
+                                          headers={"content-type": "application/json"})
+        assert response.status_code == 413 and response.json()["code"] == "PAYLOAD_TOO_LARGE"
+
+    async def test_a_route_that_takes_more_says_so_and_only_it_does(self, edge_client):
+        accepted = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=_chunks(BIG))
+        assert accepted.status_code == 200 and accepted.json() == {"size": BIG}
+        declared = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=b"y" * BIG)
+        assert declared.status_code == 200
+        too_big = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=_chunks(6 * 1024 * 1024))
+        assert too_big.status_code == 413 and too_big.json()["code"] == "PAYLOAD_TOO_LARGE"
+
+
+class TestStreamingRoutesBypassIdempotency:
+    async def test_an_upload_with_an_idempotency_key_is_not_buffered_nor_remembered(self, edge_client, db):
+        headers = {"Idempotency-Key": "upload-1"}
+        first = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=_chunks(BIG), headers=headers)
+        second = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=_chunks(BIG), headers=headers)
+        assert first.status_code == second.status_code == 200
+        assert "idempotent-replayed" not in second.headers and calls == ["upload", "upload"]
+        async with db.read_only() as session:
+            rows = (await session.execute(text("SELECT count(*) FROM kernel.idempotency_key "
+                                               "WHERE key = 'upload-1'"))).scalar_one()
+        assert rows == 0
+
+    def test_the_openapi_document_does_not_offer_the_header_on_streaming_routes(self, db, clock, tmp_path):
+        app = create_app(test_settings(data_dir=tmp_path), database=db, clock=clock, run_background_tasks=False)
+        app.include_router(router)
+        paths = app.openapi()["paths"]
+
+        def names(path):
+            return {p["name"] for p in paths[path]["post"].get("parameters", [])}
+
+        assert "Idempotency-Key" not in names(f"{API_PREFIX}/edge-test/upload")
+        assert "Idempotency-Key" in names(f"{API_PREFIX}/edge-test/slow")
+        assert "Idempotency-Key" not in names(f"{API_PREFIX}/auth/token")
+
+
+async def _until(condition) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out waiting")
+
+
+class TestLeases:
+    async def _duplicate_after_the_first_lease_ran_out(self, edge_client, clock, key: str) -> httpx.Response:
+        headers = {"Idempotency-Key": key}
+        first = asyncio.create_task(edge_client.post(f"{API_PREFIX}/edge-test/slow", json={}, headers=headers))
+        await _until(lambda: calls)  # the first request holds its claim and runs
+        clock.advance(idempotency.LEASE + timedelta(seconds=1))  # its first lease is over ...
+        await asyncio.sleep(0.25)  # ... unless it renewed it meanwhile (every 0.05 s in the first test)
+        duplicate = asyncio.create_task(edge_client.post(f"{API_PREFIX}/edge-test/slow", json={}, headers=headers))
+        await asyncio.wait({duplicate}, timeout=0.5)
+        release.set()
+        self.first = await first
+        return await duplicate
+
+    async def test_a_long_request_keeps_its_claim_so_a_duplicate_never_runs_it_twice(self, committed_edge_client,
+                                                                                   clock, monkeypatch):
+        edge_client = committed_edge_client
+        monkeypatch.setattr(idempotency, "RENEW_EVERY", 0.05)
+        duplicate = await self._duplicate_after_the_first_lease_ran_out(edge_client, clock, "slow-1")
+        assert self.first.status_code == 201
+        assert duplicate.status_code == 409 and duplicate.json()["code"] == "IDEMPOTENCY_REQUEST_IN_PROGRESS"
+        assert duplicate.json()["request_id"] == duplicate.headers["x-request-id"]
+        assert calls == ["slow"]
+        replay = await edge_client.post(f"{API_PREFIX}/edge-test/slow", json={}, headers={"Idempotency-Key": "slow-1"})
+        assert replay.headers["idempotent-replayed"] == "true" and replay.json() == self.first.json()
+
+    async def test_without_renewal_the_duplicate_would_take_the_claim_over(self, committed_edge_client, clock,
+                                                                          monkeypatch):
+        """The control: with renewal effectively off, the same timing runs the handler twice."""
+        monkeypatch.setattr(idempotency, "RENEW_EVERY", 60)
+        await self._duplicate_after_the_first_lease_ran_out(committed_edge_client, clock, "slow-2")
+        assert calls == ["slow", "slow"]
