@@ -6,8 +6,11 @@ import asyncio
 import os
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -35,6 +38,47 @@ def _database_url(settings: Settings, override: str | None = None) -> str:
 
 def _run(coro):
     return asyncio.run(coro)
+
+
+# --- stopping on signals -------------------------------------------------------------------------
+# uvicorn (one process) lets in-flight requests finish on SIGTERM/SIGINT and then re-raises the signal
+# to whatever handler was installed before it; with the default one the process dies of the signal and
+# no `finally` or exit hook runs, which left the embedded PostgreSQL running. The long-running commands
+# install a handler that turns the signal into an exception, so they unwind, release the embedded
+# server and exit 0: a stop that was asked for and completed is a success (docs/decisions.md).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class StopRequested(BaseException):
+    """Like KeyboardInterrupt, not an Exception: no `except Exception` on the way may swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise StopRequested(signum)
+
+
+@contextmanager
+def _stopping_cleanly(settings: Settings) -> Iterator[None]:
+    """Run a long-lived command: a stop signal ends it normally, and the embedded server it started or
+    joined is released on the way out (the last process holding it stops it)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _raise_stop)
+    try:
+        yield
+    except StopRequested as stop:
+        console.print(f"{stop} received: stopped")
+    finally:
+        # Stopping PostgreSQL takes a moment; a second signal must not cut it short and leave it running.
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        if settings.uses_embedded_database:
+            from tenet.db.embedded import release_embedded_server
+
+            release_embedded_server(settings.pgdata_dir)
 
 
 @app.command()
@@ -85,12 +129,17 @@ def serve(
     )] = None,
 ) -> None:
     """Serve the HTTP API (migrating the embedded database to head first)."""
+    settings = Settings()
+    with _stopping_cleanly(settings):
+        _serve(settings, host=host, port=port, workers=workers, migrate_first=migrate_first)
+
+
+def _serve(settings: Settings, *, host: str, port: int, workers: int, migrate_first: bool | None) -> None:
     import uvicorn
 
     from tenet.db import migrate as migrations
     from tenet.observability import MULTIPROC_ENV, configure_logging
 
-    settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
     url = _database_url(settings)
     if migrate_first if migrate_first is not None else settings.uses_embedded_database:
@@ -141,7 +190,10 @@ def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
 
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
-    _run(run_worker(settings, _database_url(settings), concurrency=concurrency))
+    # procrastinate handles the first signal itself (finishes running jobs, then returns); a second one
+    # during that wait raises StopRequested here.
+    with _stopping_cleanly(settings):
+        _run(run_worker(settings, _database_url(settings), concurrency=concurrency))
 
 
 @users_app.command("create-admin")
