@@ -53,3 +53,13 @@ def test_the_development_key_is_generated_once_and_kept(tmp_path):
 def test_a_short_secret_key_is_refused():
     with pytest.raises(ValidationError, match="at least 32"):
         Settings(_env_file=None, secret_key="short")
+
+
+def test_trusted_proxies_come_only_from_tenets_own_variable(monkeypatch):
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "*")  # uvicorn's own variable: never trusted by Tenet
+    monkeypatch.delenv("TENET_FORWARDED_ALLOW_IPS", raising=False)
+    assert Settings(_env_file=None).tenet_forwarded_allow_ips is None
+    monkeypatch.setenv("TENET_FORWARDED_ALLOW_IPS", " 10.0.0.1, 10.1.0.0/16 ,")
+    assert Settings(_env_file=None).tenet_forwarded_allow_ips == "10.0.0.1,10.1.0.0/16"
+    monkeypatch.setenv("TENET_FORWARDED_ALLOW_IPS", " ")
+    assert Settings(_env_file=None).tenet_forwarded_allow_ips is None

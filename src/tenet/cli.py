@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tenet.settings import Settings
+from tenet.settings import Settings, normalize_forwarded_allow_ips
 
 app = typer.Typer(help="Tenet: four invariant-first business systems on PostgreSQL.", no_args_is_help=True)
 invariants_app = typer.Typer(help="The invariant catalog: list, export to docs/, check a live database.")
@@ -81,6 +81,16 @@ def _stopping_cleanly(settings: Settings) -> Iterator[None]:
             release_embedded_server(settings.pgdata_dir)
 
 
+def _proxy_options(forwarded_allow_ips: str | None, settings: Settings) -> dict[str, object]:
+    """uvicorn's proxy options: X-Forwarded-For/-Proto are honoured only from the proxies named by
+    --forwarded-allow-ips, else TENET_FORWARDED_ALLOW_IPS; with neither, from nobody (uvicorn would
+    otherwise trust 127.0.0.1, or its own FORWARDED_ALLOW_IPS variable)."""
+    trusted = normalize_forwarded_allow_ips(forwarded_allow_ips) or settings.tenet_forwarded_allow_ips
+    if trusted is None:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": trusted}
+
+
 @app.command()
 def migrate(database_url: Annotated[str | None, typer.Option(help="Defaults to DATABASE_URL / embedded")] = None,
             revision: str = "head") -> None:
@@ -127,14 +137,20 @@ def serve(
     migrate_first: Annotated[bool | None, typer.Option(
         "--migrate/--no-migrate", help="Upgrade the schema before serving (default: only on the embedded database)",
     )] = None,
+    forwarded_allow_ips: Annotated[str | None, typer.Option(
+        help="Proxies whose X-Forwarded-For names the client: comma-separated IPs/CIDRs or '*' "
+             "(default: TENET_FORWARDED_ALLOW_IPS; unset trusts no proxy)",
+    )] = None,
 ) -> None:
     """Serve the HTTP API (migrating the embedded database to head first)."""
     settings = Settings()
     with _stopping_cleanly(settings):
-        _serve(settings, host=host, port=port, workers=workers, migrate_first=migrate_first)
+        _serve(settings, host=host, port=port, workers=workers, migrate_first=migrate_first,
+               proxy=_proxy_options(forwarded_allow_ips, settings))
 
 
-def _serve(settings: Settings, *, host: str, port: int, workers: int, migrate_first: bool | None) -> None:
+def _serve(settings: Settings, *, host: str, port: int, workers: int, migrate_first: bool | None,
+           proxy: dict[str, object]) -> None:
     import uvicorn
 
     from tenet.db import migrate as migrations
@@ -175,7 +191,7 @@ def _serve(settings: Settings, *, host: str, port: int, workers: int, migrate_fi
     try:
         uvicorn.run(
             "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
-            access_log=False, timeout_graceful_shutdown=20, proxy_headers=True,
+            access_log=False, timeout_graceful_shutdown=20, **proxy,
         )
     finally:
         if metrics_dir is not None:

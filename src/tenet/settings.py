@@ -52,6 +52,14 @@ def _to_rate(value: Any) -> Rate:
 RateSetting = Annotated[Rate, NoDecode, BeforeValidator(_to_rate)]
 
 
+def normalize_forwarded_allow_ips(value: str | None) -> str | None:
+    """`" 10.0.0.1, 10.0.1.0/24 "` -> `"10.0.0.1,10.0.1.0/24"`; blank means no proxy is trusted (None)."""
+    if value is None:
+        return None
+    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    return ",".join(entries) or None
+
+
 def _env(*names: str) -> AliasChoices:
     return AliasChoices(*names)
 
@@ -91,8 +99,12 @@ class Settings(BaseSettings):
     guest_checkin_limit: RateSetting = Field(
         Rate.parse("120/minute"), validation_alias=_env("TENET_GUEST_CHECKIN_LIMIT", "guest_checkin_limit")
     )
-    # Client addresses come from the socket unless the service sits behind proxies you trust, in which
-    # case uvicorn's --forwarded-allow-ips makes X-Forwarded-For the source (uvicorn does this, not us).
+    # The client address (per-address rate limits) is the socket peer. Only behind proxies listed here
+    # (IPs, CIDRs or "*", as uvicorn's forwarded_allow_ips reads them) does X-Forwarded-For name it:
+    # unset, no proxy is trusted, so no caller can pick the address its limits are counted under.
+    # Named like its variable: pydantic-settings also reads a field's bare name from the environment, and
+    # `forwarded_allow_ips` would pick up uvicorn's own FORWARDED_ALLOW_IPS, which must not count.
+    tenet_forwarded_allow_ips: str | None = Field(None, validation_alias=_env("TENET_FORWARDED_ALLOW_IPS"))
     max_json_body_bytes: int = Field(
         1_048_576, ge=1024, validation_alias=_env("TENET_MAX_JSON_BODY_BYTES", "max_json_body_bytes")
     )
@@ -145,6 +157,11 @@ class Settings(BaseSettings):
     # --- operations -----------------------------------------------------------------------------
     log_level: str = Field("INFO", validation_alias=_env("TENET_LOG_LEVEL", "log_level"))
     log_format: str = Field("json", pattern="^(json|console)$", validation_alias=_env("TENET_LOG_FORMAT", "log_format"))
+
+    @field_validator("tenet_forwarded_allow_ips")
+    @classmethod
+    def _blank_is_unset(cls, value: str | None) -> str | None:
+        return normalize_forwarded_allow_ips(value)
 
     @field_validator("secret_key")
     @classmethod
