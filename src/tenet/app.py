@@ -23,7 +23,7 @@ from tenet.kernel.outbox import OutboxDispatcher
 from tenet.kernel.ratelimit import RateLimiter
 from tenet.observability import ObservabilityMiddleware, configure_logging
 from tenet.settings import Settings
-from tenet.web import pages
+from tenet.web import docs, pages
 from tenet.workspaces import api as workspaces_api
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,8 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # tenet.web.docs serves /docs and /redoc from its own assets (no CDN)
+        redoc_url=None,
         openapi_tags=[
             {"name": "auth", "description": "Registration, tokens, who am I"},
             {"name": "iam", "description": "Users, roles and API clients (administrators)"},
@@ -105,6 +107,8 @@ def create_app(
     install_openapi(app, idempotency_exempt=IDEMPOTENCY_EXEMPT)
     app.include_router(pages.router)
     app.mount(pages.STATIC_PATH, pages.static_files(), name="static")
+    app.include_router(docs.router)
+    docs.mount_assets(app)
     app.include_router(ops.router)
     for router in iam_api.routers:
         app.include_router(router)
