@@ -79,3 +79,24 @@ def test_serve_and_worker_refuse_to_start_without_a_secret_key_on_a_shared_datab
                             timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "TENET_SECRET_KEY" in result.stdout + result.stderr
+
+
+def test_trusted_proxies_come_only_from_tenets_own_variable(monkeypatch):
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "*")  # uvicorn's own variable: never trusted by Tenet
+    monkeypatch.delenv("TENET_FORWARDED_ALLOW_IPS", raising=False)
+    assert Settings(_env_file=None).forwarded_allow_ips is None
+    monkeypatch.setenv("TENET_FORWARDED_ALLOW_IPS", " 10.0.0.1, 10.1.0.0/16 ,")
+    assert Settings(_env_file=None).forwarded_allow_ips == "10.0.0.1,10.1.0.0/16"
+    monkeypatch.setenv("TENET_FORWARDED_ALLOW_IPS", " ")
+    assert Settings(_env_file=None).forwarded_allow_ips is None
+
+
+def test_only_the_documented_variables_are_read(monkeypatch):
+    """pydantic-settings would also read a field's bare name (SECRET_KEY, LOG_LEVEL, SMTP_HOST...) from the
+    environment; a container's unrelated variables must not configure Tenet."""
+    monkeypatch.setenv("LOG_LEVEL", "nonsense")
+    monkeypatch.setenv("LOG_FORMAT", "xml")
+    monkeypatch.setenv("SMTP_HOST", "elsewhere.example")
+    monkeypatch.delenv("TENET_SMTP_HOST", raising=False)
+    settings = Settings(_env_file=None)
+    assert settings.log_level == "INFO" and settings.log_format == "json" and settings.smtp_host is None

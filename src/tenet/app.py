@@ -25,7 +25,7 @@ from tenet.kernel.ratelimit import RateLimiter
 from tenet.kernel.settings import KernelSettings, section
 from tenet.observability import ObservabilityMiddleware, configure_logging
 from tenet.settings import Settings
-from tenet.web import pages
+from tenet.web import docs, pages
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,8 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # tenet.web.docs serves /docs and /redoc from its own assets (no CDN)
+        redoc_url=None,
         openapi_tags=[
             *(dict(tag) for domain in domains for tag in domain.openapi_tags),
             {"name": "operations", "description": "Health, readiness, metrics"},
@@ -109,6 +111,8 @@ def create_app(
     install_openapi(app)
     app.include_router(pages.router)
     app.mount(pages.STATIC_PATH, pages.static_files(), name="static")
+    app.include_router(docs.router)
+    docs.mount_assets(app)
     app.include_router(ops.router)
     for domain in domains:
         for router in domain.routers:

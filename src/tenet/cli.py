@@ -6,8 +6,11 @@ import asyncio
 import os
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -17,7 +20,7 @@ from rich.table import Table
 
 from tenet.domains import load_all
 from tenet.iam.settings import IamSettings
-from tenet.kernel.settings import KernelSettings, MissingSecretKey, section
+from tenet.kernel.settings import KernelSettings, MissingSecretKey, normalize_forwarded_allow_ips, section
 from tenet.settings import Settings
 
 app = typer.Typer(help="Tenet: four invariant-first business systems on PostgreSQL.", no_args_is_help=True)
@@ -38,6 +41,57 @@ def _database_url(settings: KernelSettings, override: str | None = None) -> str:
 
 def _run(coro):
     return asyncio.run(coro)
+
+
+# --- stopping on signals -------------------------------------------------------------------------
+# uvicorn (one process) lets in-flight requests finish on SIGTERM/SIGINT and then re-raises the signal
+# to whatever handler was installed before it; with the default one the process dies of the signal and
+# no `finally` or exit hook runs, which left the embedded PostgreSQL running. The long-running commands
+# install a handler that turns the signal into an exception, so they unwind, release the embedded
+# server and exit 0: a stop that was asked for and completed is a success (docs/decisions.md).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class StopRequested(BaseException):
+    """Like KeyboardInterrupt, not an Exception: no `except Exception` on the way may swallow it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise StopRequested(signum)
+
+
+@contextmanager
+def _stopping_cleanly(settings: Settings) -> Iterator[None]:
+    """Run a long-lived command: a stop signal ends it normally, and the embedded server it started or
+    joined is released on the way out (the last process holding it stops it)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _raise_stop)
+    try:
+        yield
+    except StopRequested as stop:
+        console.print(f"{stop} received: stopped")
+    finally:
+        # Stopping PostgreSQL takes a moment; a second signal must not cut it short and leave it running.
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        if settings.uses_embedded_database:
+            from tenet.db.embedded import release_embedded_server
+
+            release_embedded_server(settings.pgdata_dir)
+
+
+def _proxy_options(forwarded_allow_ips: str | None, settings: Settings) -> dict[str, object]:
+    """uvicorn's proxy options: X-Forwarded-For/-Proto are honoured only from the proxies named by
+    --forwarded-allow-ips, else TENET_FORWARDED_ALLOW_IPS; with neither, from nobody (uvicorn would
+    otherwise trust 127.0.0.1, or its own FORWARDED_ALLOW_IPS variable)."""
+    trusted = normalize_forwarded_allow_ips(forwarded_allow_ips) or settings.forwarded_allow_ips
+    if trusted is None:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": trusted}
 
 
 @app.command()
@@ -87,14 +141,25 @@ def serve(
     migrate_first: Annotated[bool | None, typer.Option(
         "--migrate/--no-migrate", help="Upgrade the schema before serving (default: only on the embedded database)",
     )] = None,
+    forwarded_allow_ips: Annotated[str | None, typer.Option(
+        help="Proxies whose X-Forwarded-For names the client: comma-separated IPs/CIDRs or '*' "
+             "(default: TENET_FORWARDED_ALLOW_IPS; unset trusts no proxy)",
+    )] = None,
 ) -> None:
     """Serve the HTTP API (migrating the embedded database to head first)."""
+    settings = Settings()
+    with _stopping_cleanly(settings):
+        _serve(settings, host=host, port=port, workers=workers, migrate_first=migrate_first,
+               proxy=_proxy_options(forwarded_allow_ips, settings))
+
+
+def _serve(settings: Settings, *, host: str, port: int, workers: int, migrate_first: bool | None,
+           proxy: dict[str, object]) -> None:
     import uvicorn
 
     from tenet.db import migrate as migrations
     from tenet.observability import MULTIPROC_ENV, configure_logging
 
-    settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
     _require_signing_key(settings)  # generates the development key once, before any worker process starts
     url = _database_url(settings)
@@ -132,7 +197,7 @@ def serve(
     try:
         uvicorn.run(
             "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
-            access_log=False, timeout_graceful_shutdown=20, proxy_headers=True,
+            access_log=False, timeout_graceful_shutdown=20, **proxy,
         )
     finally:
         if metrics_dir is not None:
@@ -156,7 +221,10 @@ def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
     _require_signing_key(settings)
-    _run(run_worker(settings, _database_url(settings), concurrency=concurrency))
+    # procrastinate handles the first signal itself (finishes running jobs, then returns); a second one
+    # during that wait raises StopRequested here.
+    with _stopping_cleanly(settings):
+        _run(run_worker(settings, _database_url(settings), concurrency=concurrency))
 
 
 @users_app.command("create-admin")

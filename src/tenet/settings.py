@@ -25,29 +25,29 @@ class MeetingAttendanceSettings(BaseSettings):
     model_config = SECTION_CONFIG
 
     guest_checkin_limit: RateSetting = Field(
-        Rate.parse("120/minute"), validation_alias=env("TENET_GUEST_CHECKIN_LIMIT", "guest_checkin_limit")
+        Rate.parse("120/minute"), validation_alias=env("TENET_GUEST_CHECKIN_LIMIT")
     )
     meeting_attachment_storage_root: Path | None = Field(
-        None, validation_alias=env("MEETING_ATTACHMENT_STORAGE_ROOT", "meeting_attachment_storage_root")
+        None, validation_alias=env("MEETING_ATTACHMENT_STORAGE_ROOT")
     )
     meeting_attachment_max_bytes: int = Field(
-        209_715_200, validation_alias=env("MEETING_ATTACHMENT_MAX_BYTES", "meeting_attachment_max_bytes")
+        209_715_200, validation_alias=env("MEETING_ATTACHMENT_MAX_BYTES")
     )
     meeting_attachment_physical_delete_days: int = Field(
-        30, validation_alias=env("MEETING_ATTACHMENT_PHYSICAL_DELETE_DAYS", "meeting_attachment_physical_delete_days")
+        30, validation_alias=env("MEETING_ATTACHMENT_PHYSICAL_DELETE_DAYS")
     )
-    graph_tenant_id: str | None = Field(None, validation_alias=env("GRAPH_TENANT_ID", "graph_tenant_id"))
-    graph_client_id: str | None = Field(None, validation_alias=env("GRAPH_CLIENT_ID", "graph_client_id"))
+    graph_tenant_id: str | None = Field(None, validation_alias=env("GRAPH_TENANT_ID"))
+    graph_client_id: str | None = Field(None, validation_alias=env("GRAPH_CLIENT_ID"))
     graph_client_secret: SecretStr | None = Field(
-        None, validation_alias=env("GRAPH_CLIENT_SECRET", "graph_client_secret"))
+        None, validation_alias=env("GRAPH_CLIENT_SECRET"))
     graph_notification_client_state: SecretStr | None = Field(
-        None, validation_alias=env("GRAPH_NOTIFICATION_CLIENT_STATE", "graph_notification_client_state")
+        None, validation_alias=env("GRAPH_NOTIFICATION_CLIENT_STATE")
     )
     graph_base_url: str = Field(
-        "https://graph.microsoft.com/v1.0", validation_alias=env("GRAPH_BASE_URL", "graph_base_url")
+        "https://graph.microsoft.com/v1.0", validation_alias=env("GRAPH_BASE_URL")
     )
     graph_authority_url: str = Field(
-        "https://login.microsoftonline.com", validation_alias=env("GRAPH_AUTHORITY_URL", "graph_authority_url")
+        "https://login.microsoftonline.com", validation_alias=env("GRAPH_AUTHORITY_URL")
     )
 
 

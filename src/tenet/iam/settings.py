@@ -12,19 +12,19 @@ class IamSettings(BaseSettings):
     model_config = SECTION_CONFIG
 
     access_token_ttl_seconds: int = Field(
-        900, ge=30, validation_alias=env("TENET_ACCESS_TOKEN_TTL_SECONDS", "access_token_ttl_seconds")
+        900, ge=30, validation_alias=env("TENET_ACCESS_TOKEN_TTL_SECONDS")
     )
     refresh_token_ttl_days: int = Field(
-        30, ge=1, validation_alias=env("TENET_REFRESH_TOKEN_TTL_DAYS", "refresh_token_ttl_days")
+        30, ge=1, validation_alias=env("TENET_REFRESH_TOKEN_TTL_DAYS")
     )
     # argon2id cost; the defaults are argon2-cffi's (RFC 9106 "low memory"). Tests lower them for speed.
     password_hash_time_cost: int = Field(
-        3, ge=1, validation_alias=env("TENET_PASSWORD_HASH_TIME_COST", "password_hash_time_cost"))
+        3, ge=1, validation_alias=env("TENET_PASSWORD_HASH_TIME_COST"))
     password_hash_memory_kib: int = Field(
-        65536, ge=8, validation_alias=env("TENET_PASSWORD_HASH_MEMORY_KIB", "password_hash_memory_kib"))
+        65536, ge=8, validation_alias=env("TENET_PASSWORD_HASH_MEMORY_KIB"))
     login_failure_limit: RateSetting = Field(
-        Rate.parse("10/15min"), validation_alias=env("TENET_LOGIN_FAILURE_LIMIT", "login_failure_limit")
+        Rate.parse("10/15min"), validation_alias=env("TENET_LOGIN_FAILURE_LIMIT")
     )
     registration_limit: RateSetting = Field(
-        Rate.parse("20/hour"), validation_alias=env("TENET_REGISTRATION_LIMIT", "registration_limit")
+        Rate.parse("20/hour"), validation_alias=env("TENET_REGISTRATION_LIMIT")
     )

@@ -63,11 +63,24 @@ RateSetting = Annotated[Rate, NoDecode, BeforeValidator(_to_rate)]
 
 
 def env(*names: str) -> AliasChoices:
-    """The environment variable(s) of a field; the field's own name is accepted too (tests, .env)."""
+    """The environment variable(s) of a field (the contract's names). Code and tests may also pass the field
+    by its Python name (`populate_by_name`)."""
     return AliasChoices(*names)
 
 
-SECTION_CONFIG = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True, frozen=True)
+def normalize_forwarded_allow_ips(value: str | None) -> str | None:
+    """`" 10.0.0.1, 10.0.1.0/24 "` -> `"10.0.0.1,10.0.1.0/24"`; blank means no proxy is trusted (None)."""
+    if value is None:
+        return None
+    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    return ",".join(entries) or None
+
+
+# With populate_by_name, pydantic-settings also reads a field's bare name from the environment (SECRET_KEY,
+# LOG_LEVEL, SMTP_HOST ...): a container's unrelated variables would configure Tenet. The prefix applies
+# only to those bare names (never to the documented variables, which are aliases), so nobody sets them.
+SECTION_CONFIG = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True, frozen=True,
+                                    env_prefix="_TENET_FIELD_")
 
 
 class MissingSecretKey(RuntimeError):
@@ -80,48 +93,57 @@ class KernelSettings(BaseSettings):
     model_config = SECTION_CONFIG
 
     # --- database -------------------------------------------------------------------------------
-    database_url: str | None = Field(None, validation_alias=env("DATABASE_URL", "database_url"))
-    data_dir: Path = Field(Path("./var"), validation_alias=env("TENET_DATA_DIR", "data_dir"))
+    database_url: str | None = Field(None, validation_alias=env("DATABASE_URL"))
+    data_dir: Path = Field(Path("./var"), validation_alias=env("TENET_DATA_DIR"))
     # Internal: `tenet serve` hands the embedded server's address to its worker processes here, so they
     # join the server it started without becoming a DATABASE_URL deployment.
     embedded_database_url: str | None = Field(None, validation_alias=env("TENET_EMBEDDED_DATABASE_URL"))
     # Size the pool to the concurrent requests one process serves: connections above pool_size (the
     # overflow) are closed when returned, and reconnecting per request cost 20% of throughput in the
     # auth_me bench. Keep processes x (writes + reads) under the server's max_connections.
-    db_pool_size: int = Field(20, ge=1, validation_alias=env("TENET_DB_POOL_SIZE", "db_pool_size"))
-    db_max_overflow: int = Field(5, ge=0, validation_alias=env("TENET_DB_MAX_OVERFLOW", "db_max_overflow"))
+    db_pool_size: int = Field(20, ge=1, validation_alias=env("TENET_DB_POOL_SIZE"))
+    db_max_overflow: int = Field(5, ge=0, validation_alias=env("TENET_DB_MAX_OVERFLOW"))
     db_pool_timeout_seconds: float = Field(
-        10.0, gt=0, validation_alias=env("TENET_DB_POOL_TIMEOUT", "db_pool_timeout_seconds")
+        10.0, gt=0, validation_alias=env("TENET_DB_POOL_TIMEOUT")
     )
     # The transaction-free read path has a pool of its own (kernel/reads.py): reads never wait behind
     # writes holding their connections, and the two are sized separately.
-    db_read_pool_size: int = Field(10, ge=1, validation_alias=env("TENET_DB_READ_POOL_SIZE", "db_read_pool_size"))
+    db_read_pool_size: int = Field(10, ge=1, validation_alias=env("TENET_DB_READ_POOL_SIZE"))
 
     # --- security -------------------------------------------------------------------------------
-    secret_key: SecretStr | None = Field(None, validation_alias=env("TENET_SECRET_KEY", "secret_key"))
+    secret_key: SecretStr | None = Field(None, validation_alias=env("TENET_SECRET_KEY"))
+    # The client address (per-address rate limits) is the socket peer. Only behind proxies listed here
+    # (IPs, CIDRs or "*", as uvicorn's forwarded_allow_ips reads them) does X-Forwarded-For name it:
+    # unset, no proxy is trusted, so no caller can pick the address its limits are counted under.
+    forwarded_allow_ips: str | None = Field(None, validation_alias=env("TENET_FORWARDED_ALLOW_IPS"))
     max_json_body_bytes: int = Field(
-        1_048_576, ge=1024, validation_alias=env("TENET_MAX_JSON_BODY_BYTES", "max_json_body_bytes")
+        1_048_576, ge=1024, validation_alias=env("TENET_MAX_JSON_BODY_BYTES")
     )
 
     # --- mail -----------------------------------------------------------------------------------
-    smtp_host: str | None = Field(None, validation_alias=env("TENET_SMTP_HOST", "smtp_host"))
-    smtp_port: int = Field(25, validation_alias=env("TENET_SMTP_PORT", "smtp_port"))
-    smtp_username: str | None = Field(None, validation_alias=env("TENET_SMTP_USERNAME", "smtp_username"))
-    smtp_password: SecretStr | None = Field(None, validation_alias=env("TENET_SMTP_PASSWORD", "smtp_password"))
-    smtp_starttls: bool = Field(False, validation_alias=env("TENET_SMTP_STARTTLS", "smtp_starttls"))
-    mail_from: str = Field("Tenet <no-reply@tenet.example>", validation_alias=env("TENET_MAIL_FROM", "mail_from"))
+    smtp_host: str | None = Field(None, validation_alias=env("TENET_SMTP_HOST"))
+    smtp_port: int = Field(25, validation_alias=env("TENET_SMTP_PORT"))
+    smtp_username: str | None = Field(None, validation_alias=env("TENET_SMTP_USERNAME"))
+    smtp_password: SecretStr | None = Field(None, validation_alias=env("TENET_SMTP_PASSWORD"))
+    smtp_starttls: bool = Field(False, validation_alias=env("TENET_SMTP_STARTTLS"))
+    mail_from: str = Field("Tenet <no-reply@tenet.example>", validation_alias=env("TENET_MAIL_FROM"))
 
     # --- shared business defaults ---------------------------------------------------------------
     default_timezone: str = Field(
-        "America/Los_Angeles", validation_alias=env("TENET_DEFAULT_TIMEZONE", "default_timezone")
+        "America/Los_Angeles", validation_alias=env("TENET_DEFAULT_TIMEZONE")
     )
     public_base_url: str = Field(
-        "http://127.0.0.1:8000", validation_alias=env("TENET_PUBLIC_BASE_URL", "public_base_url")
+        "http://127.0.0.1:8000", validation_alias=env("TENET_PUBLIC_BASE_URL")
     )
 
     # --- operations -----------------------------------------------------------------------------
-    log_level: str = Field("INFO", validation_alias=env("TENET_LOG_LEVEL", "log_level"))
-    log_format: str = Field("json", pattern="^(json|console)$", validation_alias=env("TENET_LOG_FORMAT", "log_format"))
+    log_level: str = Field("INFO", validation_alias=env("TENET_LOG_LEVEL"))
+    log_format: str = Field("json", pattern="^(json|console)$", validation_alias=env("TENET_LOG_FORMAT"))
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _blank_is_unset(cls, value: str | None) -> str | None:
+        return normalize_forwarded_allow_ips(value)
 
     @field_validator("secret_key")
     @classmethod
