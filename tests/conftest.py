@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from tenet.db.embedded import database_url as url_for_database
 from tenet.db.embedded import drop_database, ensure_database, start_embedded_server
 from tenet.domains import load_all, schemas
 from tenet.kernel.clock import FrozenClock
+from tenet.kernel.jobs import JobRuntime
 from tenet.settings import Settings
 from tests.support.users import UserFactory
 
@@ -164,6 +165,12 @@ def users(app, db: Database, clock: FrozenClock) -> UserFactory:
 
 def url_on_same_server(server_url: str, name: str) -> str:
     return url_for_database(server_url, name)
+
+
+@pytest.fixture
+def job_runtime(settings, db: Database, clock) -> Iterator[JobRuntime]:
+    """The runtime jobs get from the worker, on the rolled-back test database (for `run_now`)."""
+    yield JobRuntime(db=db, clock=clock, settings=settings)
 
 
 @pytest.fixture

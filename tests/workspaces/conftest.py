@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,7 +13,6 @@ from sqlalchemy import text
 
 from tenet.db.database import Database
 from tenet.iam.tokens import digest
-from tenet.kernel.jobs import JobRuntime
 from tests.support.invariants import assert_invariants_hold
 from tests.support.users import TestUser, UserFactory
 
@@ -161,7 +159,3 @@ async def add_member(ws: WorkspaceApi, db: Database, users: UserFactory, owner: 
     return person
 
 
-@pytest.fixture
-def job_runtime(settings, db: Database, clock) -> Iterator[JobRuntime]:
-    """The runtime jobs get from the worker, on the rolled-back test database (for `run_now`)."""
-    yield JobRuntime(db=db, clock=clock, settings=settings)

@@ -34,6 +34,8 @@ from tenet.kernel.settings import KernelSettings
 log = logging.getLogger(__name__)
 
 RUNTIME_KEY = "tenet.runtime"
+# Job name -> the function that declared it (names are unique across the service).
+_DECLARED: dict[str, str] = {}
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -192,6 +194,10 @@ def job(
     spec = JobSpec(name=name, unit_of_work=unit_of_work, lock=lock, history=history)
 
     def decorate(body: JobBody[P, R]) -> Any:
+        owner = f"{body.__module__}.{body.__qualname__}"
+        if _DECLARED.setdefault(name, owner) != owner:
+            # Names are global: run history and the periodic jobs' queueing locks are keyed by them.
+            raise ValueError(f"job name {name!r} is already declared by {_DECLARED[name]}")
         async def task(context: procrastinate.JobContext, **kwargs: Any) -> Any:
             runtime = context.additional_context.get(RUNTIME_KEY)
             if not isinstance(runtime, JobRuntime):
