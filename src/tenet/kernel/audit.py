@@ -19,7 +19,7 @@ ActorType = Literal["user", "client", "system", "anonymous"]
 
 # Keys that would smuggle a secret or personal data into the log; refusing them is cheaper than finding
 # them later. Audit rows name stable ids; a name or an email can be looked up from the id while it exists.
-_FORBIDDEN_KEYS = ("password", "secret", "token", "display_name", "name", "email")
+_FORBIDDEN_KEYS = ("password", "secret", "token", "display_name", "name", "email", "phone")
 
 
 @dataclass(frozen=True)
