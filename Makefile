@@ -51,8 +51,10 @@ worker: $(RUNTIME_STAMP)
 test: $(TEST_STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
+## Ruff on everything, mypy on src (strict on the kernel)
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
 
 ## Load benchmarks (not part of the test run): make bench SCENARIO=auth_me
 SCENARIO ?= auth_me

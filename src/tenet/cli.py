@@ -11,6 +11,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -65,7 +66,7 @@ def _raise_stop(signum: int, frame: object) -> None:
 
 
 @contextmanager
-def _stopping_cleanly(settings: Settings) -> Iterator[None]:
+def _stopping_cleanly(settings: KernelSettings) -> Iterator[None]:
     """Run a long-lived command: a stop signal ends it normally, and the embedded server it started or
     joined is released on the way out (the last process holding it stops it)."""
     for sig in STOP_SIGNALS:
@@ -84,14 +85,20 @@ def _stopping_cleanly(settings: Settings) -> Iterator[None]:
             release_embedded_server(settings.pgdata_dir)
 
 
-def _proxy_options(forwarded_allow_ips: str | None, settings: Settings) -> dict[str, object]:
+@dataclass(frozen=True)
+class ProxyOptions:
+    proxy_headers: bool
+    forwarded_allow_ips: str | None = None
+
+
+def _proxy_options(forwarded_allow_ips: str | None, settings: KernelSettings) -> ProxyOptions:
     """uvicorn's proxy options: X-Forwarded-For/-Proto are honoured only from the proxies named by
     --forwarded-allow-ips, else TENET_FORWARDED_ALLOW_IPS; with neither, from nobody (uvicorn would
     otherwise trust 127.0.0.1, or its own FORWARDED_ALLOW_IPS variable)."""
     trusted = normalize_forwarded_allow_ips(forwarded_allow_ips) or settings.forwarded_allow_ips
     if trusted is None:
-        return {"proxy_headers": False}
-    return {"proxy_headers": True, "forwarded_allow_ips": trusted}
+        return ProxyOptions(proxy_headers=False)
+    return ProxyOptions(proxy_headers=True, forwarded_allow_ips=trusted)
 
 
 @app.command()
@@ -153,8 +160,8 @@ def serve(
                proxy=_proxy_options(forwarded_allow_ips, settings))
 
 
-def _serve(settings: Settings, *, host: str, port: int, workers: int, migrate_first: bool | None,
-           proxy: dict[str, object]) -> None:
+def _serve(settings: KernelSettings, *, host: str, port: int, workers: int, migrate_first: bool | None,
+           proxy: ProxyOptions) -> None:
     import uvicorn
 
     from tenet.db import migrate as migrations
@@ -197,7 +204,8 @@ def _serve(settings: Settings, *, host: str, port: int, workers: int, migrate_fi
     try:
         uvicorn.run(
             "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
-            access_log=False, timeout_graceful_shutdown=20, **proxy,
+            access_log=False, timeout_graceful_shutdown=20, proxy_headers=proxy.proxy_headers,
+            forwarded_allow_ips=proxy.forwarded_allow_ips,
         )
     finally:
         if metrics_dir is not None:

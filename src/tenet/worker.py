@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import cache
 
 import procrastinate
 
@@ -22,10 +23,22 @@ def blueprints() -> dict[str, procrastinate.Blueprint]:
     return {domain.name: domain.blueprint for domain in load_all() if domain.blueprint is not None}
 
 
-def build_job_app(url: str) -> procrastinate.App:
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=libpq_url(url)))
+@cache
+def _registered_app() -> procrastinate.App:
+    # procrastinate renames a blueprint's tasks when it registers them, so they are registered once per
+    # process; the app is then pointed at the database this process uses.
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=""))
     for namespace, blueprint in blueprints().items():
         app.add_tasks_from(blueprint, namespace=namespace)
+    return app
+
+
+def build_job_app(url: str) -> procrastinate.App:
+    """The process's job app (every domain's tasks) on the database at `url`."""
+    app = _registered_app()
+    connector = procrastinate.PsycopgConnector(conninfo=libpq_url(url))
+    app.connector = connector
+    app.job_manager.connector = connector
     return app
 
 

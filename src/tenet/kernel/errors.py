@@ -88,60 +88,84 @@ class DomainError(Exception):
 
 
 class BadRequest(DomainError):
-    status, code, title = 400, KernelErrorCode.BAD_REQUEST, "Bad request"
+    status: ClassVar[int] = 400
+    code: ClassVar[StrEnum | str] = KernelErrorCode.BAD_REQUEST
+    title: ClassVar[str] = "Bad request"
 
 
 class MalformedRequestBody(DomainError):
-    status, code, title = 400, KernelErrorCode.MALFORMED_REQUEST_BODY, "The request body is not valid JSON"
+    status: ClassVar[int] = 400
+    code: ClassVar[StrEnum | str] = KernelErrorCode.MALFORMED_REQUEST_BODY
+    title: ClassVar[str] = "The request body is not valid JSON"
 
 
 class ValidationFailed(DomainError):
-    status, code, title = 422, KernelErrorCode.VALIDATION_FAILED, "The request does not match the schema"
+    status: ClassVar[int] = 422
+    code: ClassVar[StrEnum | str] = KernelErrorCode.VALIDATION_FAILED
+    title: ClassVar[str] = "The request does not match the schema"
 
 
 class UnsupportedMediaType(DomainError):
-    status, code, title = 415, KernelErrorCode.UNSUPPORTED_MEDIA_TYPE, "Unsupported media type"
+    status: ClassVar[int] = 415
+    code: ClassVar[StrEnum | str] = KernelErrorCode.UNSUPPORTED_MEDIA_TYPE
+    title: ClassVar[str] = "Unsupported media type"
 
 
 class PayloadTooLarge(DomainError):
-    status, code, title = 413, KernelErrorCode.PAYLOAD_TOO_LARGE, "The request body is too large"
+    status: ClassVar[int] = 413
+    code: ClassVar[StrEnum | str] = KernelErrorCode.PAYLOAD_TOO_LARGE
+    title: ClassVar[str] = "The request body is too large"
 
 
 class RouteNotFound(DomainError):
-    status, code, title = 404, KernelErrorCode.ROUTE_NOT_FOUND, "No such route"
+    status: ClassVar[int] = 404
+    code: ClassVar[StrEnum | str] = KernelErrorCode.ROUTE_NOT_FOUND
+    title: ClassVar[str] = "No such route"
 
 
 class MethodNotAllowed(DomainError):
-    status, code, title = 405, KernelErrorCode.METHOD_NOT_ALLOWED, "Method not allowed on this route"
+    status: ClassVar[int] = 405
+    code: ClassVar[StrEnum | str] = KernelErrorCode.METHOD_NOT_ALLOWED
+    title: ClassVar[str] = "Method not allowed on this route"
 
 
 class NotAuthenticated(DomainError):
-    status, code, title = 401, KernelErrorCode.NOT_AUTHENTICATED, "Authentication required"
+    status: ClassVar[int] = 401
+    code: ClassVar[StrEnum | str] = KernelErrorCode.NOT_AUTHENTICATED
+    title: ClassVar[str] = "Authentication required"
 
     def __init__(self, detail: str | None = None, **data: Any) -> None:
         super().__init__(detail, headers={"WWW-Authenticate": "Bearer"}, **data)
 
 
 class InvalidToken(NotAuthenticated):
-    code, title = KernelErrorCode.INVALID_TOKEN, "The access token is not valid"
+    code: ClassVar[StrEnum | str] = KernelErrorCode.INVALID_TOKEN
+    title: ClassVar[str] = "The access token is not valid"
 
 
 class TokenExpired(NotAuthenticated):
-    code, title = KernelErrorCode.TOKEN_EXPIRED, "The access token has expired"
+    code: ClassVar[StrEnum | str] = KernelErrorCode.TOKEN_EXPIRED
+    title: ClassVar[str] = "The access token has expired"
 
 
 class PermissionDenied(DomainError):
-    status, code, title = 403, KernelErrorCode.PERMISSION_DENIED, "Permission denied"
+    status: ClassVar[int] = 403
+    code: ClassVar[StrEnum | str] = KernelErrorCode.PERMISSION_DENIED
+    title: ClassVar[str] = "Permission denied"
 
 
 class NotFound(DomainError):
     """404 for rows that do not exist *or* that the caller may not see (API.md)."""
 
-    status, code, title = 404, KernelErrorCode.NOT_FOUND, "Not found"
+    status: ClassVar[int] = 404
+    code: ClassVar[StrEnum | str] = KernelErrorCode.NOT_FOUND
+    title: ClassVar[str] = "Not found"
 
 
 class RateLimited(DomainError):
-    status, code, title = 429, KernelErrorCode.RATE_LIMITED, "Too many requests"
+    status: ClassVar[int] = 429
+    code: ClassVar[StrEnum | str] = KernelErrorCode.RATE_LIMITED
+    title: ClassVar[str] = "Too many requests"
 
     def __init__(self, detail: str | None = None, *, retry_after_seconds: int, **data: Any) -> None:
         retry_after_seconds = max(1, int(retry_after_seconds))
@@ -150,52 +174,66 @@ class RateLimited(DomainError):
 
 
 class InvalidCursor(DomainError):
-    status, code, title = 400, KernelErrorCode.INVALID_CURSOR, "The cursor is not valid for this list"
+    status: ClassVar[int] = 400
+    code: ClassVar[StrEnum | str] = KernelErrorCode.INVALID_CURSOR
+    title: ClassVar[str] = "The cursor is not valid for this list"
 
 
 class IdempotencyKeyInvalid(DomainError):
-    status, code, title = 400, KernelErrorCode.IDEMPOTENCY_KEY_INVALID, "The Idempotency-Key header is not valid"
+    status: ClassVar[int] = 400
+    code: ClassVar[StrEnum | str] = KernelErrorCode.IDEMPOTENCY_KEY_INVALID
+    title: ClassVar[str] = "The Idempotency-Key header is not valid"
 
 
 class IdempotencyKeyReused(DomainError):
-    status, code, title = (
-        422, KernelErrorCode.IDEMPOTENCY_KEY_REUSED, "This Idempotency-Key was used with a different request"
-    )
+    status: ClassVar[int] = 422
+    code: ClassVar[StrEnum | str] = KernelErrorCode.IDEMPOTENCY_KEY_REUSED
+    title: ClassVar[str] = "This Idempotency-Key was used with a different request"
 
 
 class IdempotencyRequestInProgress(DomainError):
-    status, code, title = (
-        409, KernelErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS,
-        "A request with this Idempotency-Key is still being processed",
-    )
+    status: ClassVar[int] = 409
+    code: ClassVar[StrEnum | str] = KernelErrorCode.IDEMPOTENCY_REQUEST_IN_PROGRESS
+    title: ClassVar[str] = "A request with this Idempotency-Key is still being processed"
 
 
 class Conflict(DomainError):
-    status, code, title = 409, KernelErrorCode.CONFLICT, "The resource changed; read it again"
+    status: ClassVar[int] = 409
+    code: ClassVar[StrEnum | str] = KernelErrorCode.CONFLICT
+    title: ClassVar[str] = "The resource changed; read it again"
 
 
 class StateConflict(DomainError):
     """A transition asked of a row that is not in one of its source states (`current_status` says where it is)."""
 
-    status, code, title = 409, KernelErrorCode.STATE_CONFLICT, "The resource is not in a state that allows this"
+    status: ClassVar[int] = 409
+    code: ClassVar[StrEnum | str] = KernelErrorCode.STATE_CONFLICT
+    title: ClassVar[str] = "The resource is not in a state that allows this"
 
 
 class VersionConflict(DomainError):
     """The body's `expected_version` is not the row's version any more: someone changed it meanwhile."""
 
-    status, code, title = (409, KernelErrorCode.VERSION_CONFLICT,
-                           "The resource was changed by someone else; read it again")
+    status: ClassVar[int] = 409
+    code: ClassVar[StrEnum | str] = KernelErrorCode.VERSION_CONFLICT
+    title: ClassVar[str] = "The resource was changed by someone else; read it again"
 
 
 class PreconditionFailed(DomainError):
     """`If-Match` names a version the resource is not at any more (RFC 9110 §13.1.1)."""
 
-    status, code, title = 412, KernelErrorCode.PRECONDITION_FAILED, "The resource was changed by someone else"
+    status: ClassVar[int] = 412
+    code: ClassVar[StrEnum | str] = KernelErrorCode.PRECONDITION_FAILED
+    title: ClassVar[str] = "The resource was changed by someone else"
 
 
 class ServiceUnavailable(DomainError):
-    status, code, title = 503, KernelErrorCode.SERVICE_UNAVAILABLE, "Service unavailable"
+    status: ClassVar[int] = 503
+    code: ClassVar[StrEnum | str] = KernelErrorCode.SERVICE_UNAVAILABLE
+    title: ClassVar[str] = "Service unavailable"
 
 
 class InternalError(DomainError):
-    status, code, title = 500, KernelErrorCode.INTERNAL_ERROR, "Internal error"
+    status: ClassVar[int] = 500
+    code: ClassVar[StrEnum | str] = KernelErrorCode.INTERNAL_ERROR
+    title: ClassVar[str] = "Internal error"

@@ -285,7 +285,7 @@ class TenetRoute(APIRoute):
                 return await handler(request)
 
             checked = checked_handler
-        if "POST" not in self.methods or not idempotency.honours_idempotency_key(self.endpoint):
+        if "POST" not in (self.methods or set()) or not idempotency.honours_idempotency_key(self.endpoint):
             return checked
 
         async def idempotent_handler(request: Request) -> Response:

@@ -35,9 +35,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import Table, delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -95,7 +95,7 @@ class IdempotencyStore:
         self, principal: str, key: str, fingerprint: str, now: datetime
     ) -> Claimed | Replay | Mismatch | InFlight:
         lock_token = uuid.uuid4()
-        table = IdempotencyKey.__table__
+        table = cast(Table, IdempotencyKey.__table__)
         fresh = {
             "fingerprint": fingerprint, "state": "in_flight", "lock_token": lock_token,
             "locked_until": now + LEASE, "created_at": now, "expires_at": now + KEY_TTL,
@@ -159,7 +159,7 @@ async def purge_expired(db: Database, now: datetime) -> int:
     async with db.unit_of_work() as session:
         result = await session.execute(text("DELETE FROM kernel.idempotency_key WHERE expires_at <= :now"),
                                        {"now": now})
-        return result.rowcount or 0
+        return int(getattr(result, "rowcount", 0) or 0)
 
 
 

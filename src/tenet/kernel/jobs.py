@@ -214,9 +214,10 @@ def job(
             queueing_lock=queueing_lock if queueing_lock is not None else (f"periodic:{name}" if cron else None),
         )(task)
         if cron:
-            registered = blueprint.periodic(cron=cron)(registered)
-        registered.tenet_spec = spec
-        registered.tenet_body = body
+            registered = blueprint.periodic(cron=cron)(registered)  # type: ignore[arg-type]  # takes `timestamp`
+        # What `run_now` needs to run the body the way the worker does.
+        setattr(registered, "tenet_spec", spec)  # noqa: B010
+        setattr(registered, "tenet_body", body)  # noqa: B010
         return registered
 
     return decorate

@@ -208,7 +208,7 @@ async def _finish(db: Database, row: EmailOutbox, token: uuid.UUID, **values: ob
             .where(EmailOutbox.id == row.id, EmailOutbox.claim_token == token)
             .values(claim_token=None, claimed_until=None, **values)
         )
-    if result.rowcount != 1:
+    if getattr(result, "rowcount", 0) != 1:
         log.warning("outbox mail %s (%s): claim lost before its outcome was recorded", row.id, row.kind)
         return False
     return True
@@ -289,7 +289,7 @@ async def purge_sent(db: Database, now: datetime) -> int:
             text("DELETE FROM kernel.email_outbox WHERE status = 'sent' AND sent_at < :cutoff"),
             {"cutoff": now - SENT_RETENTION},
         )
-        return result.rowcount or 0
+        return int(getattr(result, "rowcount", 0) or 0)
 
 
 class OutboxDispatcher:

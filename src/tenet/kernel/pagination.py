@@ -81,9 +81,9 @@ def decode_cursor(cursor: str, width: int) -> list[Any]:
 
 async def keyset_page(
     session: AsyncSession,
-    statement: Select,
+    statement: Select[Any],
     *,
-    order_by: Sequence[InstrumentedAttribute],
+    order_by: Sequence[InstrumentedAttribute[Any]],
     params: PageParams,
     descending: bool = False,
 ) -> tuple[list[Any], str | None]:

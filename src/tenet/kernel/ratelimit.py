@@ -21,10 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
-from sqlalchemy import bindparam, literal_column, text
+from sqlalchemy import Table, bindparam, literal_column, text
 from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.dml import ReturningInsert
 from sqlalchemy.types import Text
 
 from tenet.db.database import Database
@@ -66,8 +68,8 @@ _COUNT_UNDER_LIMIT = text("""
 """).bindparams(bindparam("buckets", type_=ARRAY(Text)))
 
 
-def _count_statement(bucket: str, start: datetime, window: timedelta):  # type: ignore[no-untyped-def]
-    table = RateLimitCounter.__table__
+def _count_statement(bucket: str, start: datetime, window: timedelta) -> ReturningInsert[int]:
+    table = cast(Table, RateLimitCounter.__table__)
     return (
         insert(table)
         .values(bucket=bucket, window_start=start, hits=1, expires_at=start + window)

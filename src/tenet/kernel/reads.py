@@ -78,7 +78,7 @@ class PooledReads:
             connection: psycopg.AsyncConnection[Any] | None = None
             try:
                 async with self.pool.connection() as connection, connection.cursor(row_factory=dict_row) as cursor:
-                    await cursor.execute(sql, params)  # type: ignore[arg-type]  # SQL text is the contract here
+                    await cursor.execute(sql, params)
                     if fetch == "all":
                         return await cursor.fetchall()
                     return await cursor.fetchone()
@@ -92,8 +92,11 @@ class PooledReads:
                 if attempt == 2:
                     log.warning("read path: the database is unreachable")
                     raise _unavailable() from None
-                # The pool discards the broken connection when it comes back; try a fresh one.
+                # The pool discards the broken connection when it comes back. The others were likely broken by
+                # the same event (a server restart kills them all): check the idle ones (replacing the dead)
+                # so the retry really runs on a fresh connection.
                 log.info("read path: retrying on a fresh connection after a broken one")
+                await self.pool.check()
         raise AssertionError("unreachable")
 
     async def all(self, sql: str, params: Params = None) -> list[Row]:
@@ -120,7 +123,7 @@ class BoundReads:
         raw = await self._connection.get_raw_connection()
         driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
         async with driver.cursor(row_factory=dict_row) as cursor:
-            await cursor.execute(sql, params)  # type: ignore[arg-type]
+            await cursor.execute(sql, params)
             return await (cursor.fetchall() if fetch == "all" else cursor.fetchone())
 
     async def all(self, sql: str, params: Params = None) -> list[Row]:

@@ -201,7 +201,7 @@ async def lock_rows(session: AsyncSession, model: type[Any], ids: Iterable[Any],
     wanted = sorted(set(ids))
     if not wanted:
         return []
-    id_col = model.__mapper__.primary_key[0]  # type: ignore[attr-defined]
+    id_col = model.__mapper__.primary_key[0]
     statement = (
         select(id_col).where(id_col.in_(wanted), *where).order_by(id_col)
         .with_for_update(read=mode in ("share", "key share"), key_share=mode in ("key share", "no key update"),

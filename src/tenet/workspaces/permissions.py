@@ -88,8 +88,10 @@ def require(role: WorkspaceRole | str, action: Action, target: WorkspaceRole | s
         detail = f"A workspace {role} may not {ACTION_DESCRIPTIONS[action].lower()}"
         if target is not None and PERMISSIONS[action].get(WorkspaceRole(role)):
             detail += f" for the role {target}"
-        raise errors.WorkspaceRoleForbidden(detail, action=action.value, role=str(role),
-                                            **({"target_role": str(target)} if target is not None else {}))
+        error = errors.WorkspaceRoleForbidden(detail, action=action.value, role=str(role))
+        if target is not None:
+            error.data["target_role"] = str(target)
+        raise error
 
 
 def _cell(action: Action, role: WorkspaceRole) -> str:

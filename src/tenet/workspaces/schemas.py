@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -51,11 +51,14 @@ class WorkspaceCreate(Strict):
     name: WorkspaceName = Field(description="1 to 200 characters, no control characters")
 
 
-class WorkspaceRead(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{
+WORKSPACE_EXAMPLE: dict[str, Any] = {
         "id": _WS_ID, "name": "Research", "status": "ACTIVE", "role": "owner",
         "created_at": "2026-01-05T09:00:00Z", "deletion_requested_at": None,
-    }]})
+}
+
+
+class WorkspaceRead(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [WORKSPACE_EXAMPLE]})
 
     id: uuid.UUID
     name: str
@@ -131,7 +134,7 @@ class InvitationAccept(Strict):
 class InvitationAccepted(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{
         "invitation_id": _INV_ID, "membership_id": "0e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b",
-        "workspace": WorkspaceRead.model_config["json_schema_extra"]["examples"][0] | {"role": "member"},
+        "workspace": WORKSPACE_EXAMPLE | {"role": "member"},
     }]})
 
     invitation_id: uuid.UUID

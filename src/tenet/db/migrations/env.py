@@ -47,6 +47,8 @@ async def run_online() -> None:
         run_with(connection)
         return
     url = config.attributes.get("url") or config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise RuntimeError("no database URL for the migrations")
     engine = create_async_engine(async_url(url), poolclass=pool.NullPool)
     async with engine.connect() as async_connection:
         await async_connection.run_sync(run_with)
