@@ -167,8 +167,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         plan.write_text(json.dumps({
             "database_url": libpq_url(database.url),
             **baseline_plan,
-            # Tenet's engine per process: pool_size kept open, up to max_overflow more under load.
-            "pool_min": settings.db_pool_size,
+            # Tenet's engine per process: up to pool_size + max_overflow under load. The pool starts small and
+            # grows during the warm-up, so while Tenet is measured it does not hold connections the server's
+            # max_connections must count (Tenet also has its read pool).
+            "pool_min": 2,
             "pool_max": settings.db_pool_size + settings.db_max_overflow,
         }), encoding="utf-8")
         log(f"starting the baseline ({args.workers} workers)")

@@ -30,7 +30,7 @@ from psycopg import AsyncCursor
 
 from bench.loading import create_workspace, register_users, sign_in
 from bench.scenario import BaselineAnswer, BaselineRequest, Request
-from bench.scenarios._sql import ACTIVE_MEMBERSHIP_SQL, PRINCIPAL_SQL, WORKSPACE_SQL, columns, json_time
+from bench.scenarios._sql import ACTIVE_MEMBERSHIP_SQL, PRINCIPAL_SQL, WORKSPACE_SQL, columns, json_time, principal_params
 from tenet.iam.models import UserAccount
 from tenet.iam.tokens import digest, new_secret
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, normalize_email
@@ -126,7 +126,7 @@ end
 
 
 def baseline_config(context: Context) -> dict[str, object]:
-    return {"user_id": context.user_id}
+    return {"user_id": context.user_id, "principal": principal_params(context.user_id, context.token)}
 
 
 async def _one(cursor: AsyncCursor, sql: str, params: Any) -> dict[str, Any] | None:
@@ -142,7 +142,7 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
     key = normalize_email(email)
     now = datetime.now(UTC)
 
-    await _one(cursor, PRINCIPAL_SQL, {"id": user_id})
+    await _one(cursor, PRINCIPAL_SQL, config["principal"])
     await _one(cursor, LOCK_SQL, (workspace_id,))
     workspace = await _one(cursor, WORKSPACE_SQL, (workspace_id,))
     if workspace is None or await _one(cursor, ACTIVE_MEMBERSHIP_SQL, (workspace_id, user_id, "ACTIVE")) is None:

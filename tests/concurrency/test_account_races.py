@@ -18,7 +18,6 @@ import pytest
 from tenet.iam import service as iam_service
 from tenet.kernel.audit import Actor
 from tenet.kernel.errors import DomainError
-from tenet.kernel.settings import Rate
 from tenet.workspaces import service
 from tenet.workspaces.permissions import InvitationRole
 from tests.concurrency.test_workspace_races import _ws_rules_hold
@@ -43,6 +42,18 @@ def _slow(monkeypatch, module, name: str) -> None:
     async def slowed(*args, **kwargs):
         await asyncio.sleep(WINDOW)
         return await original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, slowed)
+
+
+def _slow_after(monkeypatch, module, name: str) -> None:
+    """Delay the command by WINDOW right after `module.name` returns (its checks done, its writes to come)."""
+    original = getattr(module, name)
+
+    async def slowed(*args, **kwargs):
+        result = await original(*args, **kwargs)
+        await asyncio.sleep(WINDOW)
+        return result
 
     monkeypatch.setattr(module, name, slowed)
 
@@ -101,15 +112,14 @@ async def test_without_the_share_lock_accept_and_delete_leave_a_deleted_member(c
 @pytest.mark.invariant("WS-INV-10", "WS-INV-01")
 async def test_creating_a_workspace_while_the_creator_is_deleted_leaves_no_ownerless_workspace(
         committed_db, people, clock, monkeypatch):
-    _slow(monkeypatch, service, "consume_in")  # the creation limit, after the account check, before the inserts
+    _slow_after(monkeypatch, service.iam_service, "require_active_accounts")  # after the account check
     for _ in range(TRIALS):
         creator = await people.make()
         now = clock.now()
 
         async def create(owner_id, now) -> str:
             async with committed_db.unit_of_work() as session:
-                return await _outcome(service.create_workspace(session, name="Mine", owner_id=owner_id, now=now,
-                                                               creation_limit=Rate.parse("100/hour")))
+                return await _outcome(service.create_workspace(session, name="Mine", owner_id=owner_id, now=now))
 
         created, deleted = await asyncio.gather(create(creator.id, now), _delete(committed_db, creator.id, now))
         # Either the deletion came first (creation refused) or it came second and found the creator the last

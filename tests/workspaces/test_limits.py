@@ -1,5 +1,8 @@
 """Per-account sending limits (issue 6.4): workspaces created per account, invitation mails sent per account
-across all its workspaces. Both 429 with Retry-After and a stable code; failed commands are not counted."""
+across all its workspaces. Both 429 with Retry-After and a stable code; failed commands are not counted.
+
+The slots are counted in transactions of their own (not the command's), so these tests run on a database
+that really commits."""
 
 from __future__ import annotations
 
@@ -15,6 +18,20 @@ def settings(tmp_path):
     from tests.conftest import test_settings
 
     return test_settings(data_dir=tmp_path, workspace_creation_limit="3/hour", invitation_sender_limit="4/24hour")
+
+
+@pytest.fixture
+def app(settings, committed_db, clock):
+    from tenet.app import create_app
+
+    return create_app(settings, database=committed_db, clock=clock, run_background_tasks=False)
+
+
+@pytest.fixture
+def users(app, committed_db, clock):
+    from tests.support.users import UserFactory
+
+    return UserFactory(app, committed_db, clock)
 
 
 async def test_one_account_creates_at_most_the_limit_of_workspaces(ws, owner, users, clock):

@@ -9,11 +9,18 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Literal
 
-from sqlalchemy import insert
+from psycopg.types.json import Jsonb
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.context import current_request_id
-from tenet.kernel.models import AuditLog
+from tenet.kernel.statements import statements
+
+_INSERT = """
+    INSERT INTO kernel.audit_log (occurred_at, action, actor_type, actor_id, subject_type, subject_id, scope_type,
+                                  scope_id, request_id, data)
+    VALUES (%(occurred_at)s, %(action)s, %(actor_type)s, %(actor_id)s, %(subject_type)s, %(subject_id)s,
+            %(scope_type)s, %(scope_id)s, %(request_id)s, %(data)s)
+"""
 
 ActorType = Literal["user", "client", "system", "anonymous"]
 
@@ -78,17 +85,10 @@ async def record(
     """Append one audit row. `action` is dotted (`workspace.invitation.accepted`)."""
     payload = _jsonable(data or {})
     _check_keys(payload)
-    await session.execute(
-        insert(AuditLog).values(
-            occurred_at=now,
-            action=action,
-            actor_type=actor.type,
-            actor_id=actor.id,
-            subject_type=subject[0],
-            subject_id=str(subject[1]),
-            scope_type=scope[0] if scope else None,
-            scope_id=str(scope[1]) if scope else None,
-            request_id=current_request_id(),
-            data=payload,
-        )
-    )
+    # Every write records one: a plain statement on the unit of work's connection (kernel.statements).
+    await (await statements(session)).execute(_INSERT, {
+        "occurred_at": now, "action": action, "actor_type": actor.type, "actor_id": actor.id,
+        "subject_type": subject[0], "subject_id": str(subject[1]),
+        "scope_type": scope[0] if scope else None, "scope_id": str(scope[1]) if scope else None,
+        "request_id": current_request_id(), "data": Jsonb(payload),
+    })

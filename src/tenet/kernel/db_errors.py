@@ -17,15 +17,20 @@ def violated_constraint(exc: IntegrityError) -> str | None:
 
 
 async def add_unique(session: AsyncSession, row: object, *,
-                     on_violation: Mapping[str, Callable[[], DomainError]]) -> None:
-    """Insert `row` in a savepoint; a violation of a named unique index becomes that domain error.
+                     on_violation: Mapping[str, Callable[[], DomainError]], keep_transaction: bool = False) -> None:
+    """Insert `row`; a violation of a named unique index becomes that domain error.
 
     The pattern every uniqueness rule uses: the service's pre-check gives the friendly error first, and
-    the database index decides races, answering with the same stable code. The savepoint keeps the
-    caller's transaction usable after the violation.
+    the database index decides races, answering with the same stable code. The violation aborts the
+    transaction, which is what a command that then raises wants; `keep_transaction=True` wraps the insert in
+    a savepoint (two more round trips) for a caller that must go on after the violation.
     """
     try:
-        async with session.begin_nested():
+        if keep_transaction:
+            async with session.begin_nested():
+                session.add(row)
+                await session.flush()
+        else:
             session.add(row)
             await session.flush()
     except IntegrityError as exc:

@@ -208,8 +208,12 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
 
 
 async def _on_database_unavailable(request: Request, exc: Exception) -> Response:
-    # The database is down or the pool is exhausted: not a bug, and the client may retry.
-    log.warning("database unavailable: %s", type(exc).__name__)
+    # The database is down or the pool is exhausted: not a bug, and the client may retry. The driver's error
+    # class and SQLSTATE tell an operator which (connection refused, too many connections, pool timeout).
+    original = getattr(exc, "orig", None)
+    log.warning("database unavailable: %s (%s, SQLSTATE %s): %s", type(exc).__name__,
+                type(original).__name__ if original is not None else "-", getattr(original, "sqlstate", None),
+                str(original or exc).strip().splitlines()[0][:200] if str(original or exc).strip() else "")
     error = errors.ServiceUnavailable("The database is not reachable right now", headers={"Retry-After": "2"})
     return problem_response(error, _request_id(request))
 

@@ -43,13 +43,14 @@ from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 
 import aiosmtplib
-from sqlalchemy import insert, or_, select, text, update
+from sqlalchemy import or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from tenet.db.database import Database, after_commit
 from tenet.kernel.clock import Clock
 from tenet.kernel.mail import MailSettings, UndeliverableMail, address_domain, header_text, wire_address
 from tenet.kernel.models import EmailOutbox
+from tenet.kernel.statements import statements
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,13 @@ def install_delivery(settings: MailSettings, *, dispatcher: OutboxDispatcher | N
         _delivery = previous
 
 
+_ENQUEUE = """
+    INSERT INTO kernel.email_outbox (id, kind, to_address, subject, body_text, status, attempts, created_at,
+                                     next_attempt_at)
+    VALUES (%(id)s, %(kind)s, %(to)s, %(subject)s, %(body)s, 'pending', 0, %(now)s, %(now)s)
+"""
+
+
 async def enqueue_email(session: AsyncSession, *, kind: str, to: str, subject: str, body_text: str,
                         now: datetime) -> uuid.UUID:
     """Write one mail into the outbox, in the caller's transaction.
@@ -99,10 +107,8 @@ async def enqueue_email(session: AsyncSession, *, kind: str, to: str, subject: s
     """
     mail_id = uuid.uuid4()
     subject = header_text(subject)
-    await session.execute(insert(EmailOutbox).values(
-        id=mail_id, kind=kind, to_address=to, subject=subject, body_text=body_text, status="pending",
-        attempts=0, created_at=now, next_attempt_at=now,
-    ))
+    await (await statements(session)).execute(_ENQUEUE, {
+        "id": mail_id, "kind": kind, "to": to, "subject": subject, "body": body_text, "now": now})
 
     async def released() -> None:
         delivery = _delivery

@@ -7,10 +7,14 @@ Every check *counts first*, in one statement, and decides on what that statement
 - `attempt` (failed sign-ins): takes a slot in every bucket at once, only while each is under its limit;
   a bucket at its limit refuses and nothing further happens (the password is never checked). A success
   gives the account's slots back (`reset`).
-- `consume` (registrations, workspace creations, invitation mails): counts the event and refuses it when
-  it went over the limit. `consume_in` does the same inside the caller's unit of work, so an event that
-  fails for another reason (and rolls back) is not counted; the counter's row lock then serialises the
-  caller's concurrent events of the same bucket until commit.
+- `slot` (workspace creations, invitation mails): takes a slot the same way before the command runs and
+  gives it back when the command fails, so only what happened is counted. The counter row is locked only
+  for its own one-statement transaction: a limit per account must not serialise that account's commands
+  (counting inside the command's transaction held the row lock to commit, and one sender's invitations to
+  64 workspaces queued behind each other).
+- `consume` (registrations): counts the event and refuses it when it went over the limit.
+- `consume_in` counts inside the caller's unit of work, when the event must be counted exactly with it
+  and serialising the bucket's events is acceptable.
 
 Standalone checks use one short transaction each, so the counting never holds a connection while the
 request does something slow (argon2, SMTP).
@@ -18,16 +22,17 @@ request does something slow (argon2, SMTP).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
-from sqlalchemy import Table, bindparam, literal_column, text
-from sqlalchemy.dialects.postgresql import ARRAY, insert
+from sqlalchemy import Table, literal_column, text
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.dml import ReturningInsert
-from sqlalchemy.types import Text
 
 from tenet.db.database import Database
 from tenet.kernel.errors import DomainError, RateLimited
@@ -35,6 +40,7 @@ from tenet.kernel.models import RateLimitCounter
 from tenet.kernel.settings import Rate
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+log = logging.getLogger(__name__)
 
 LimitError = Callable[[int], DomainError]
 
@@ -59,13 +65,23 @@ def _rate_limited(what: str) -> LimitError:
     return lambda retry_after: RateLimited(f"Too many {what}; try again later", retry_after_seconds=retry_after)
 
 
-_COUNT_UNDER_LIMIT = text("""
+# One statement on an autocommit connection (tenet.kernel.reads): the counter rows are locked only while
+# it runs, so concurrent attempts on one bucket do not queue behind a transaction's round trips.
+_COUNT_UNDER_LIMIT = """
     INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at)
-    SELECT bucket, :start, 1, :expires FROM unnest(:buckets) AS bucket
+    SELECT bucket, %(start)s, 1, %(expires)s FROM unnest(%(buckets)s::text[]) AS bucket
     ON CONFLICT (bucket, window_start) DO UPDATE SET hits = kernel.rate_limit_counter.hits + 1
-     WHERE kernel.rate_limit_counter.hits < :limit
+     WHERE kernel.rate_limit_counter.hits < %(limit)s
     RETURNING bucket
-""").bindparams(bindparam("buckets", type_=ARRAY(Text)))
+"""
+_RELEASE = """
+    WITH released AS (
+        UPDATE kernel.rate_limit_counter SET hits = hits - 1
+         WHERE bucket = %(bucket)s AND window_start = %(start)s AND hits > 1 RETURNING 1)
+    DELETE FROM kernel.rate_limit_counter
+     WHERE bucket = %(bucket)s AND window_start = %(start)s AND hits <= 1 AND NOT EXISTS (SELECT 1 FROM released)
+    RETURNING 1
+"""
 
 
 def _count_statement(bucket: str, start: datetime, window: timedelta) -> ReturningInsert[int]:
@@ -94,17 +110,32 @@ class RateLimiter:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def attempt(self, buckets: Sequence[str], rate: Rate, now: datetime, what: str) -> None:
+    async def attempt(self, buckets: Sequence[str], rate: Rate, now: datetime, what: str, *,
+                      error: LimitError | None = None) -> None:
         """Take one slot in every bucket, in one statement, only while each is under `rate`; raise 429 when
         any is at its limit. At most `rate.limit` attempts per bucket and window ever get past this."""
         start = _window_start(now, rate.window)
-        async with self.db.unit_of_work() as session:
-            counted = set((await session.execute(_COUNT_UNDER_LIMIT, {
-                "buckets": list(buckets), "start": start, "expires": start + rate.window, "limit": rate.limit,
-            })).scalars())
+        rows = await self.db.reads.write_one(_COUNT_UNDER_LIMIT, {
+            "buckets": list(buckets), "start": start, "expires": start + rate.window, "limit": rate.limit})
+        counted = {row["bucket"] for row in rows}
         if not set(buckets) <= counted:
             window = Window(start, start + rate.window, rate.limit)
-            raise _rate_limited(what)(window.retry_after(now))
+            raise (error or _rate_limited(what))(window.retry_after(now))
+
+    @asynccontextmanager
+    async def slot(self, bucket: str, rate: Rate, now: datetime, what: str, *,
+                   error: LimitError | None = None) -> AsyncIterator[None]:
+        """Take a slot of `bucket` for the command run inside the block (429 when none is left); give it back
+        when the block raises. The slot's count is committed on its own, before the command."""
+        await self.attempt([bucket], rate, now, what, error=error)
+        try:
+            yield
+        except BaseException:
+            try:
+                await self.db.reads.write_one(_RELEASE, {"bucket": bucket, "start": _window_start(now, rate.window)})
+            except Exception:  # the database is away: the slot stays taken until its window ends
+                log.warning("could not give back a rate-limit slot of %s", bucket, exc_info=True)
+            raise
 
     async def consume(self, bucket: str, rate: Rate, now: datetime, what: str, *,
                       error: LimitError | None = None) -> Window:

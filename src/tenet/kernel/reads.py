@@ -15,6 +15,11 @@ are written as one statement on purpose: the read path makes the round trips vis
 A read is safe to repeat, so a statement that fails because its connection broke (the server restarted,
 the connection was killed) is retried once on a fresh connection; when that fails too, or no connection
 can be had in time, the caller gets 503 SERVICE_UNAVAILABLE with Retry-After, never a 500.
+
+The same path runs a *one-statement write* that needs no transaction around it (`write_one`: a rate-limit
+counter's upsert): on an autocommit connection its row lock lasts only as long as the statement, where a
+unit of work would hold it across three round trips (BEGIN, statement, COMMIT) and queue every request of
+the same key behind it. A write is never retried.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ class Reads(Protocol):
 
     async def value(self, sql: str, params: Params = None) -> Any: ...
 
+    async def write_one(self, sql: str, params: Params = None) -> list[Row]: ...
+
 
 def _unavailable() -> ServiceUnavailable:
     return ServiceUnavailable("The database is not reachable right now", headers={"Retry-After": "2"})
@@ -54,8 +61,10 @@ class PooledReads:
     """Production: a psycopg pool of autocommit connections, separate from the unit of work's pool."""
 
     def __init__(self, conninfo: str, *, size: int, timeout: float, application_name: str = "tenet-read") -> None:
+        # Grows on demand up to `size` and shrinks back when idle (psycopg's max_idle), so an idle process
+        # does not sit on connections the server's max_connections has to count.
         self.pool = AsyncConnectionPool(
-            conninfo, min_size=size, max_size=size, timeout=timeout, open=False,
+            conninfo, min_size=min(2, size), max_size=size, timeout=timeout, open=False,
             kwargs={"autocommit": True, "application_name": application_name},
             name="tenet-read",
         )
@@ -71,7 +80,7 @@ class PooledReads:
     async def close(self) -> None:
         await self.pool.close()
 
-    async def _execute(self, sql: str, params: Params, fetch: str) -> Any:
+    async def _execute(self, sql: str, params: Params, fetch: str, *, retry: bool = True) -> Any:
         if not self._opened:
             await self.open()
         for attempt in (1, 2):
@@ -89,7 +98,7 @@ class PooledReads:
                 broken = connection is None or connection.broken or connection.closed
                 if not broken:
                     raise  # a statement error (timeout, cancel) on a healthy connection: not ours to retry
-                if attempt == 2:
+                if attempt == 2 or not retry:
                     log.warning("read path: the database is unreachable")
                     raise _unavailable() from None
                 # The pool discards the broken connection when it comes back. The others were likely broken by
@@ -110,6 +119,10 @@ class PooledReads:
     async def value(self, sql: str, params: Params = None) -> Any:
         row = await self.one(sql, params)
         return None if row is None else next(iter(row.values()))
+
+    async def write_one(self, sql: str, params: Params = None) -> list[Row]:
+        rows: list[Row] = await self._execute(sql, params, "all", retry=False)
+        return rows
 
 
 class BoundReads:
@@ -137,3 +150,7 @@ class BoundReads:
     async def value(self, sql: str, params: Params = None) -> Any:
         row = await self.one(sql, params)
         return None if row is None else next(iter(row.values()))
+
+    async def write_one(self, sql: str, params: Params = None) -> list[Row]:
+        rows: list[Row] = await self._cursor_run(sql, params, "all")
+        return rows

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from sqlalchemy import select, update
@@ -24,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel import errors
 from tenet.kernel.errors import DomainError
+from tenet.kernel.statements import statements
 
 M = TypeVar("M")
 
@@ -202,9 +204,20 @@ async def lock_rows(session: AsyncSession, model: type[Any], ids: Iterable[Any],
     if not wanted:
         return []
     id_col = model.__mapper__.primary_key[0]
+    if not where:
+        # Every command takes one: a plain statement on the unit of work's connection (kernel.statements).
+        sql = _lock_sql(model.__table__.fullname, id_col.name, mode, skip_locked)
+        rows = await (await statements(session)).all(sql, {"ids": wanted})
+        return [row["id"] for row in rows]
     statement = (
         select(id_col).where(id_col.in_(wanted), *where).order_by(id_col)
         .with_for_update(read=mode in ("share", "key share"), key_share=mode in ("key share", "no key update"),
                          skip_locked=skip_locked)
     )
     return list((await session.scalars(statement)).all())
+
+
+@cache
+def _lock_sql(table: str, id_column: str, mode: LockMode, skip_locked: bool) -> str:
+    return (f"SELECT {id_column} AS id FROM {table} WHERE {id_column} = ANY(%(ids)s) "  # noqa: S608 (identifiers)
+            f"ORDER BY {id_column} FOR {mode.upper()}{' SKIP LOCKED' if skip_locked else ''}")

@@ -85,11 +85,11 @@ def _invitation_read(invitation: Invitation, now: datetime) -> InvitationRead:
              description="Any signed-in user may create a workspace, at most `TENET_WORKSPACE_CREATION_LIMIT` "
                          "per account in its window (429 `WORKSPACE_CREATION_LIMIT_REACHED` with `Retry-After`).",
              responses=problem_responses(422, 429))
-async def create_workspace(body: WorkspaceCreate, user: CurrentUser, session: SessionDep, now: NowDep,
-                           settings: SettingsDep, response: Response) -> WorkspaceRead:
-    workspace = await service.create_workspace(
-        session, name=body.name, owner_id=user.id, now=now,
-        creation_limit=section(settings, WorkspaceSettings).workspace_creation_limit)
+async def create_workspace(body: WorkspaceCreate, user: CurrentUser, request: Request, session: SessionDep,
+                           now: NowDep, settings: SettingsDep, response: Response) -> WorkspaceRead:
+    limit = section(settings, WorkspaceSettings).workspace_creation_limit
+    async with service.creation_slot(request.app.state.rate_limiter, owner_id=user.id, limit=limit, now=now):
+        workspace = await service.create_workspace(session, name=body.name, owner_id=user.id, now=now)
     response.headers["Location"] = f"{API_PREFIX}/workspaces/{workspace.id}"
     return _workspace_read(workspace, "owner")
 
@@ -182,12 +182,15 @@ async def transfer_ownership(workspace_id: uuid.UUID, body: OwnershipTransfer, u
                          "`TENET_INVITATIONS_PER_WORKSPACE_PER_DAY` invitation mails (invites and resends) per "
                          "workspace in any 24 hours (429 `INVITATION_LIMIT_REACHED` with `Retry-After`).",
              responses=problem_responses(409, 422, 429))
-async def create_invitation(workspace_id: uuid.UUID, body: InvitationCreate, user: CurrentUser,
+async def create_invitation(workspace_id: uuid.UUID, body: InvitationCreate, user: CurrentUser, request: Request,
                             session: SessionDep, settings: SettingsDep, now: NowDep) -> InvitationRead:
-    invitation, _token = await service.create_invitation(
-        session, workspace_id=workspace_id, actor_id=user.id, email=body.email, role=body.role,
-        policy=service.InvitationPolicy.from_settings(settings), now=now,
-    )
+    limit = section(settings, WorkspaceSettings).invitation_sender_limit
+    async with service.sender_slot(request.app.state.rate_limiter, sender_id=user.id, limit=limit, now=now):
+        invitation, _token = await service.create_invitation(
+            session, workspace_id=workspace_id, actor_id=user.id, email=body.email, role=body.role,
+            policy=service.InvitationPolicy.from_settings(settings), now=now,
+            inviter_name=user.profile.display_name if user.profile else None,
+        )
     return _invitation_read(invitation, now)
 
 
@@ -222,12 +225,15 @@ async def revoke_invitation(invitation_id: uuid.UUID, user: CurrentUser, session
              description="Owners; admins for member invitations. Only an unexpired pending invitation can be "
                          "resent; an expired one is invited anew. Counts against the daily limit.",
              responses=problem_responses(409, 429))
-async def resend_invitation(invitation_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+async def resend_invitation(invitation_id: uuid.UUID, user: CurrentUser, request: Request, session: SessionDep,
                             settings: SettingsDep, now: NowDep) -> InvitationRead:
-    invitation, _token = await service.resend_invitation(
-        session, invitation_id=invitation_id, actor_id=user.id,
-        policy=service.InvitationPolicy.from_settings(settings), now=now,
-    )
+    limit = section(settings, WorkspaceSettings).invitation_sender_limit
+    async with service.sender_slot(request.app.state.rate_limiter, sender_id=user.id, limit=limit, now=now):
+        invitation, _token = await service.resend_invitation(
+            session, invitation_id=invitation_id, actor_id=user.id,
+            policy=service.InvitationPolicy.from_settings(settings), now=now,
+            inviter_name=user.profile.display_name if user.profile else None,
+        )
     return _invitation_read(invitation, now)
 
 

@@ -15,10 +15,12 @@ terminal-state triggers); the lock gives the friendly error first, the index map
 from __future__ import annotations
 
 import uuid
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
+from psycopg.errors import UniqueViolation
 from pydantic_settings import BaseSettings
 from sqlalchemy import and_, func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,8 +34,9 @@ from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean
 from tenet.kernel.mail import header_text
 from tenet.kernel.outbox import enqueue_email
 from tenet.kernel.pagination import PageParams, keyset_page
-from tenet.kernel.ratelimit import consume_in
+from tenet.kernel.ratelimit import RateLimiter
 from tenet.kernel.settings import KernelSettings, Rate, section
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.workspaces import errors, lifecycles
 from tenet.workspaces.events import WorkspaceDeleted
@@ -52,7 +55,6 @@ TOKEN_PREFIX = "wsi"  # recognisable by secret scanners, like identity's `rt_` a
 SEND_WINDOW = timedelta(days=1)
 SWEEP_BATCH = 200
 MAIL_KIND = "workspace.invitation"
-DEFAULT_SENDER_LIMIT = Rate.parse("200/24hour")
 
 
 
@@ -63,13 +65,12 @@ class InvitationPolicy:
     ttl: timedelta
     daily_limit: int
     public_base_url: str
-    sender_limit: Rate = DEFAULT_SENDER_LIMIT
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> InvitationPolicy:
         own, kernel = section(settings, WorkspaceSettings), section(settings, KernelSettings)
         return cls(ttl=timedelta(days=own.invitation_ttl_days), daily_limit=own.invitations_per_workspace_per_day,
-                   public_base_url=kernel.public_base_url, sender_limit=own.invitation_sender_limit)
+                   public_base_url=kernel.public_base_url)
 
 
 @dataclass(frozen=True)
@@ -123,14 +124,26 @@ async def _ensure_an_owner_remains(session: AsyncSession, target: Membership) ->
         raise errors.LastOwner(workspace_id=str(target.workspace_id))
 
 
+async def _workspace_and_caller(session: AsyncSession, workspace_id: uuid.UUID,
+                                user_id: uuid.UUID) -> tuple[Workspace | None, Membership | None]:
+    """The workspace and the caller's active membership, in one statement (both fresh from the database)."""
+    row = (await session.execute(
+        select(Workspace, Membership)
+        .outerjoin(Membership, and_(Membership.workspace_id == Workspace.id, Membership.user_id == user_id,
+                                    Membership.status == "ACTIVE"))
+        .where(Workspace.id == workspace_id)
+        .execution_options(populate_existing=True)
+    )).one_or_none()
+    return (None, None) if row is None else (row[0], row[1])
+
+
 async def _command(session: AsyncSession, workspace_id: uuid.UUID, user_id: uuid.UUID, action: Action,
                    *, not_found: type[errors.DomainError] = errors.WorkspaceNotFound
                    ) -> tuple[Workspace, Membership]:
     """Lock the workspace, then check the caller: an active member (else 404) whose role may do `action`
     (else 403) of a workspace that is ACTIVE (else 409). Answers the workspace and the caller's membership."""
     await _lock_workspace(session, workspace_id)
-    workspace = await _load_workspace(session, workspace_id)
-    caller = await _active_membership(session, workspace_id, user_id) if workspace is not None else None
+    workspace, caller = await _workspace_and_caller(session, workspace_id, user_id)
     if workspace is None or workspace.status == "DELETED" or caller is None:
         raise not_found()
     require(caller.role, action)
@@ -143,21 +156,36 @@ def _scope(workspace_id: uuid.UUID) -> tuple[str, uuid.UUID]:
     return ("workspace", workspace_id)
 
 
+# --- per-account limits (taken at the boundary) ---------------------------------------------------------
+
+
+def creation_slot(limiter: RateLimiter, *, owner_id: uuid.UUID, limit: Rate,
+                  now: datetime) -> AbstractAsyncContextManager[None]:
+    """A slot of TENET_WORKSPACE_CREATION_LIMIT for one creation (given back if it fails): one account may not
+    create workspaces by the hundred to escape the per-workspace invitation limit."""
+    return limiter.slot(f"workspace-create:user:{owner_id}", limit, now, "workspace creations",
+                        error=lambda retry_after: errors.WorkspaceCreationLimitReached(
+                            retry_after_seconds=retry_after, limit=limit.limit))
+
+
+def sender_slot(limiter: RateLimiter, *, sender_id: uuid.UUID, limit: Rate,
+                now: datetime) -> AbstractAsyncContextManager[None]:
+    """A slot of TENET_INVITATION_SENDER_LIMIT for one invitation mail (invite or resend), across all the
+    sender's workspaces, given back if the command fails. Counted in its own short transaction, not in the
+    command's: the counter row would otherwise serialise every invitation of one sender until commit."""
+    return limiter.slot(f"invitation-send:user:{sender_id}", limit, now, "invitation mails",
+                        error=lambda retry_after: errors.InvitationSenderLimitReached(
+                            retry_after_seconds=retry_after, limit=limit.limit))
+
+
 # --- workspaces ----------------------------------------------------------------------------------------
 
 
-async def create_workspace(session: AsyncSession, *, name: str, owner_id: uuid.UUID, now: datetime,
-                           creation_limit: Rate | None = None) -> Workspace:
+async def create_workspace(session: AsyncSession, *, name: str, owner_id: uuid.UUID, now: datetime) -> Workspace:
     """A new ACTIVE workspace with its creator as the first owner (WS-INV-01 holds from the start). The
     creator's account is share-locked and must be active, so a concurrent deletion of the creator either
     ends this membership too or finds the workspace does not exist yet (WS-INV-10)."""
     await iam_service.require_active_accounts(session, [owner_id])
-    if creation_limit is not None:
-        # Counted in this transaction (a creation that fails is not counted): one account may not create
-        # workspaces by the hundred to escape the per-workspace invitation limit.
-        await consume_in(session, f"workspace-create:user:{owner_id}", creation_limit, now,
-                         error=lambda retry_after: errors.WorkspaceCreationLimitReached(
-                             retry_after_seconds=retry_after, limit=creation_limit.limit))
     workspace = Workspace(id=uuid.uuid4(), name=name, status="ACTIVE", version=1, created_at=now,
                           created_by=owner_id, updated_at=now)
     session.add(workspace)
@@ -208,8 +236,7 @@ async def request_workspace_deletion(session: AsyncSession, *, workspace_id: uui
     and from now on the workspace refuses invitations, acceptance and membership changes. The job
     `finish_workspace_deletions` completes it. Asking again while DELETING answers the same state."""
     await _lock_workspace(session, workspace_id)
-    workspace = await _load_workspace(session, workspace_id)
-    caller = await _active_membership(session, workspace_id, user_id) if workspace is not None else None
+    workspace, caller = await _workspace_and_caller(session, workspace_id, user_id)
     if workspace is None or workspace.status == "DELETED" or caller is None:
         raise errors.WorkspaceNotFound()
     require(caller.role, Action.DELETE_WORKSPACE)
@@ -427,15 +454,14 @@ def _one_line(value: str, limit: int = 120) -> str:
 
 
 async def _send_invitation_mail(session: AsyncSession, *, invitation: Invitation, workspace: Workspace,
-                                inviter_id: uuid.UUID, token: str, policy: InvitationPolicy, now: datetime,
-                                reason: str) -> None:
-    """Queue the mail in the outbox (same transaction) and count it against the daily limit of the workspace
-    and against the sender's own limit across all their workspaces (TENET_INVITATION_SENDER_LIMIT)."""
-    await consume_in(session, f"invitation-send:user:{inviter_id}", policy.sender_limit, now,
-                     error=lambda retry_after: errors.InvitationSenderLimitReached(
-                         retry_after_seconds=retry_after, limit=policy.sender_limit.limit))
-    inviter = await iam_service.get_user(session, inviter_id)
-    inviter_name, workspace_name = _one_line(inviter.display_name), _one_line(workspace.name)
+                                inviter_id: uuid.UUID, inviter_name: str | None, token: str, policy: InvitationPolicy,
+                                now: datetime, reason: str) -> None:
+    """Queue the mail in the outbox (same transaction) and count it against the daily limit of the workspace.
+    (The sender's own limit across workspaces is taken at the boundary: `sender_slot`.) `inviter_name` is the
+    caller's display name when the boundary already has it (the request's principal); else it is read."""
+    if inviter_name is None:
+        inviter_name = (await iam_service.get_user(session, inviter_id)).display_name
+    inviter_name, workspace_name = _one_line(inviter_name), _one_line(workspace.name)
     link = accept_link(policy.public_base_url, token)
     body = (
         f"Hello,\n\n{inviter_name} invited you to join the workspace \"{workspace_name}\" on Tenet "
@@ -447,8 +473,35 @@ async def _send_invitation_mail(session: AsyncSession, *, invitation: Invitation
     )
     await enqueue_email(session, kind=MAIL_KIND, to=invitation.email,
                         subject=f"{inviter_name} invited you to {workspace_name} on Tenet", body_text=body, now=now)
-    session.add(InvitationSend(workspace_id=workspace.id, invitation_id=invitation.id, sent_at=now, reason=reason))
-    await session.flush()
+    await (await statements(session)).execute(_INSERT_SEND, {
+        "workspace_id": workspace.id, "invitation_id": invitation.id, "sent_at": now, "reason": reason})
+
+
+_INVITE_FACTS = """
+    SELECT (SELECT i.id FROM workspace.invitation i
+             WHERE i.workspace_id = %(workspace_id)s AND i.email_normalized = %(key)s AND i.status = 'PENDING')
+             AS pending_id,
+           (SELECT m.user_id FROM iam.user_account u
+              JOIN workspace.membership m ON m.user_id = u.id AND m.workspace_id = %(workspace_id)s
+                                         AND m.status = 'ACTIVE'
+             WHERE u.email_normalized = %(key)s AND u.status <> 'deleted')
+             AS member_user_id,
+           (SELECT count(*) FROM workspace.invitation_send s
+             WHERE s.workspace_id = %(workspace_id)s AND s.sent_at > %(since)s)
+             AS sent
+"""
+_INSERT_INVITATION = """
+    INSERT INTO workspace.invitation (id, workspace_id, email, email_normalized, email_normalization, role, status,
+                                      version, token_digest, invited_by, created_at, expires_at, last_sent_at,
+                                      accepted_at, accepted_by, revoked_at, revoked_by, expired_at)
+    VALUES (%(id)s, %(workspace_id)s, %(email)s, %(email_normalized)s, %(email_normalization)s, %(role)s, %(status)s,
+            %(version)s, %(token_digest)s, %(invited_by)s, %(created_at)s, %(expires_at)s, %(last_sent_at)s,
+            %(accepted_at)s, %(accepted_by)s, %(revoked_at)s, %(revoked_by)s, %(expired_at)s)
+"""
+_INSERT_SEND = """
+    INSERT INTO workspace.invitation_send (workspace_id, invitation_id, sent_at, reason)
+    VALUES (%(workspace_id)s, %(invitation_id)s, %(sent_at)s, %(reason)s)
+"""
 
 
 async def _check_daily_limit(session: AsyncSession, workspace_id: uuid.UUID, policy: InvitationPolicy,
@@ -487,7 +540,8 @@ async def _expire_if_due(session: AsyncSession, invitation: Invitation, now: dat
 
 
 async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, actor_id: uuid.UUID, email: str,
-                            role: InvitationRole, policy: InvitationPolicy, now: datetime) -> tuple[Invitation, str]:
+                            role: InvitationRole, policy: InvitationPolicy, now: datetime,
+                            inviter_name: str | None = None) -> tuple[Invitation, str]:
     """Invite an email address; the token goes out only by mail. Answers the invitation and the token (for
     the mail's tests and the demo; the API never returns it)."""
     role = InvitationRole(role)
@@ -498,28 +552,39 @@ async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, a
     workspace, caller = await _command(session, workspace_id, actor_id, Action.INVITE)
     require(caller.role, Action.INVITE, role.value)
     key = normalize_email(typed)
-    existing = (await session.scalars(
-        select(Invitation).where(Invitation.workspace_id == workspace_id, Invitation.email_normalized == key,
-                                 Invitation.status == "PENDING")
-    )).one_or_none()
-    # A pending invitation past its time no longer blocks a new one: close it first (WS-INV-04).
-    if existing is not None and not await _expire_if_due(session, existing, now):
-        raise errors.InvitationAlreadyPending(invitation_id=str(existing.id))
-    person = await iam_service.find_user_by_email(session, typed)
-    if person is not None and await _active_membership(session, workspace_id, person.id) is not None:
-        raise errors.AlreadyMember(user_id=str(person.id))
-    await _check_daily_limit(session, workspace_id, policy, now)
+    sql = await statements(session)
+    # Under the lock, in one round trip: a pending invitation of this address, an active member with it, and
+    # the workspace's mails of the last 24 hours (the invite path is hot: see bench/invitation_create).
+    facts = await sql.one(_INVITE_FACTS, {"workspace_id": workspace_id, "key": key, "since": now - SEND_WINDOW})
+    assert facts is not None
+    if facts["pending_id"] is not None:
+        # A pending invitation past its time no longer blocks a new one: close it first (WS-INV-04).
+        existing = await session.get(Invitation, facts["pending_id"], populate_existing=True)
+        assert existing is not None
+        if not await _expire_if_due(session, existing, now):
+            raise errors.InvitationAlreadyPending(invitation_id=str(existing.id))
+    if facts["member_user_id"] is not None:
+        raise errors.AlreadyMember(user_id=str(facts["member_user_id"]))
+    if facts["sent"] >= policy.daily_limit:
+        await _check_daily_limit(session, workspace_id, policy, now)
     token = new_secret(TOKEN_PREFIX)
     invitation = Invitation(
         id=uuid.uuid4(), workspace_id=workspace_id, email=typed, email_normalized=key,
         email_normalization=EMAIL_NORMALIZATION_VERSION, role=role.value, status="PENDING", version=1,
         token_digest=digest(token), invited_by=actor_id, created_at=now, expires_at=now + policy.ttl,
-        last_sent_at=now,
+        last_sent_at=now, accepted_at=None, accepted_by=None, revoked_at=None, revoked_by=None, expired_at=None,
     )
-    # The violation is only reachable when the lock is bypassed; the index is the arbiter of WS-INV-03.
-    await add_unique(session, invitation, on_violation={INVITATION_PENDING_INDEX: errors.InvitationAlreadyPending})
+    # The violation is only reachable when the lock is bypassed; the index is the arbiter of WS-INV-03. (A plain
+    # statement: nothing else in this command needs the session to hold the new invitation.)
+    try:
+        await sql.execute(_INSERT_INVITATION, {c.key: getattr(invitation, c.key)
+                                               for c in Invitation.__table__.columns})
+    except UniqueViolation as exc:
+        if exc.diag.constraint_name == INVITATION_PENDING_INDEX:
+            raise errors.InvitationAlreadyPending() from None
+        raise
     await _send_invitation_mail(session, invitation=invitation, workspace=workspace, inviter_id=actor_id,
-                                token=token, policy=policy, now=now, reason="invite")
+                                inviter_name=inviter_name, token=token, policy=policy, now=now, reason="invite")
     await audit.record(session, action="workspace.invitation.created", actor=Actor.user(actor_id),
                        subject=("invitation", invitation.id), scope=_scope(workspace_id), now=now,
                        data={"role": role, "expires_at": invitation.expires_at})
@@ -580,7 +645,8 @@ async def revoke_invitation(session: AsyncSession, *, invitation_id: uuid.UUID, 
 
 
 async def resend_invitation(session: AsyncSession, *, invitation_id: uuid.UUID, actor_id: uuid.UUID,
-                            policy: InvitationPolicy, now: datetime) -> tuple[Invitation, str]:
+                            policy: InvitationPolicy, now: datetime,
+                            inviter_name: str | None = None) -> tuple[Invitation, str]:
     """A new token replaces the old one (which then matches no invitation: WS-INV-06) and the expiry
     starts again. Only an unexpired PENDING invitation can be resent; an expired one is invited anew."""
     workspace, _ = await _invitation_command(session, invitation_id, actor_id)
@@ -592,7 +658,7 @@ async def resend_invitation(session: AsyncSession, *, invitation_id: uuid.UUID, 
         where=(Invitation.expires_at > now,), refuse=_invitation_refusal(now),
     )
     await _send_invitation_mail(session, invitation=invitation, workspace=workspace, inviter_id=actor_id,
-                                token=token, policy=policy, now=now, reason="resend")
+                                inviter_name=inviter_name, token=token, policy=policy, now=now, reason="resend")
     await audit.record(session, action="workspace.invitation.resent", actor=Actor.user(actor_id),
                        subject=("invitation", invitation_id), scope=_scope(workspace.id), now=now,
                        data={"expires_at": invitation.expires_at, "version": invitation.version})

@@ -1,0 +1,68 @@
+"""Plain SQL statements inside the caller's unit of work, on its own connection.
+
+The ORM is the right tool for loading and changing entities a command reasons about; it is the wrong tool
+for the statements every write repeats and nobody reads back — an audit row, an outbox mail, a counter, a
+row lock — where building and executing an ORM statement costs ten times the round trip. `statements(session)`
+answers a small handle that runs SQL text (psycopg placeholders, `%(name)s`) directly on the driver
+connection the session's transaction lives on: the same transaction, the same locks, commit and rollback
+with everything else, no SQLAlchemy in between. Like the read path (tenet.kernel.reads), statements are
+module-level SQL constants; rows come back as dicts.
+
+Use it only for rows the session does not hold as objects (or after `session.flush()` when a statement
+must see objects the session added): the session does not know what these statements changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from sqlalchemy.ext.asyncio import AsyncSession
+
+Row = dict[str, Any]
+Params = Mapping[str, Any] | None
+
+_KEY = "tenet.statements"
+
+
+class Statements:
+    """SQL on the unit of work's connection (inside its transaction)."""
+
+    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
+        self._connection = connection
+
+    async def execute(self, sql: str, params: Params = None) -> int:
+        """Run a statement; answer the number of rows it affected."""
+        async with self._connection.cursor() as cursor:
+            await cursor.execute(sql, params)
+            return cursor.rowcount
+
+    async def all(self, sql: str, params: Params = None) -> list[Row]:
+        async with self._connection.cursor(row_factory=dict_row) as cursor:
+            await cursor.execute(sql, params)
+            return await cursor.fetchall()
+
+    async def one(self, sql: str, params: Params = None) -> Row | None:
+        async with self._connection.cursor(row_factory=dict_row) as cursor:
+            await cursor.execute(sql, params)
+            return await cursor.fetchone()
+
+    async def value(self, sql: str, params: Params = None) -> Any:
+        row = await self.one(sql, params)
+        return None if row is None else next(iter(row.values()))
+
+
+async def statements(session: AsyncSession) -> Statements:
+    """The handle for `session`'s unit of work (its transaction begins now if it has not yet)."""
+    handle: Statements | None = session.info.get(_KEY)
+    if handle is None:
+        connection = await session.connection()
+        raw = await connection.get_raw_connection()
+        driver = raw.driver_connection
+        if not isinstance(driver, psycopg.AsyncConnection):
+            raise TypeError("kernel.statements needs the psycopg async driver")
+        handle = Statements(driver)
+        session.info[_KEY] = handle
+    return handle
