@@ -1,0 +1,4 @@
+"""Routes of meeting attendance (filled slice by slice)."""
+
+ROUTERS = ()
+OPENAPI_TAGS = ()

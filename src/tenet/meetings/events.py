@@ -1,0 +1,3 @@
+"""Events of meeting attendance."""
+
+HANDLERS: dict = {}

@@ -1,0 +1,5 @@
+"""Jobs of meeting attendance."""
+
+import procrastinate
+
+blueprint = procrastinate.Blueprint()
