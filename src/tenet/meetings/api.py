@@ -1,4 +1,9 @@
-"""Routes of meeting attendance (filled slice by slice)."""
+"""Routes of meeting attendance: /api/v1/meeting-attendance (API.md "Meeting attendance")."""
 
-ROUTERS = ()
-OPENAPI_TAGS = ()
+from __future__ import annotations
+
+from tenet.meetings import routes_meetings  # noqa: F401  (adds its routes to the router)
+from tenet.meetings.http import TAG, TAG_DESCRIPTION, router
+
+ROUTERS = (router,)
+OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},)

@@ -86,17 +86,19 @@ class CheckInRefused(DomainError):
     commits_transaction = True
 
 
+def recorded(error: DomainError) -> DomainError:
+    """`error` as a check-in refusal whose scan row must persist (MEETING_CANCELLED is shared with commands that
+    record nothing, so the flag is set on the instance)."""
+    error.commits_transaction = True  # type: ignore[misc]  # read with getattr by the unit of work
+    return error
+
+
 class CheckInWindowNotOpen(CheckInRefused):
     status, code, title = 409, MeetingErrorCode.CHECK_IN_WINDOW_NOT_OPEN, "Check-in has not opened yet"
 
 
 class CheckInWindowClosed(CheckInRefused):
     status, code, title = 409, MeetingErrorCode.CHECK_IN_WINDOW_CLOSED, "Check-in is closed"
-
-
-class CheckInMeetingCancelled(CheckInRefused):
-    # Same code as MeetingCancelled, recorded as a refused scan.
-    status, code, title = 409, MeetingErrorCode.MEETING_CANCELLED, "The meeting is cancelled"
 
 
 class CheckInModeDisabled(CheckInRefused):
