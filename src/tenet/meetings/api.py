@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tenet.meetings import routes_attendances, routes_checkin, routes_meetings  # noqa: F401  (they add their routes to the router)
+from tenet.meetings import routes_attendances, routes_checkin, routes_meetings, routes_series  # noqa: F401  (they add their routes to the router)
 from tenet.meetings.http import TAG, TAG_DESCRIPTION, router
 
 ROUTERS = (router,)
