@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from tenet.meetings import routes_attendances, routes_checkin, routes_meetings, routes_series  # noqa: F401  (they add their routes to the router)
+from tenet.meetings import (  # noqa: F401  (they add their routes to the router)
+    routes_attendances,
+    routes_checkin,
+    routes_meetings,
+    routes_reports,
+    routes_series,
+)
 from tenet.meetings.http import TAG, TAG_DESCRIPTION, router
 
 ROUTERS = (router,)

@@ -454,3 +454,100 @@ class AuditLogRead(BaseModel):
     actor_id: str | None
     request_id: str | None
     changes: dict
+
+
+# --- reports ---------------------------------------------------------------------------------------------
+
+
+class Figures(BaseModel):
+    expected: int
+    present: int
+    late: int
+    excused: int
+    absent: int
+    attendance_rate: float | None = Field(description="(present + late) / (expected - excused)")
+
+
+class ReportMeeting(BaseModel):
+    id: str
+    title: str
+    start_time: datetime
+    end_time: datetime
+    timezone: str
+    start_time_local: str
+    status: ClockStatus
+
+
+class MeetingReport(Figures):
+    meeting: ReportMeeting
+    guests: int
+    walk_ins: int
+    on_time_rate: float | None
+    rows: list[AttendanceRead]
+
+
+class SeriesMeetingFigures(Figures):
+    meeting_id: str
+    title: str
+    start_time: datetime
+    start_time_local: str
+    guests: int
+    walk_ins: int
+    on_time_rate: float | None
+
+
+class AttendeeFigures(Figures):
+    user_id: uuid.UUID
+    display_name: str
+    on_time_rate: float | None
+
+
+class SeriesRef(BaseModel):
+    id: uuid.UUID
+    title: str
+    timezone: str
+
+
+class SeriesReport(BaseModel):
+    series: SeriesRef
+    meetings_counted: int
+    meetings: list[SeriesMeetingFigures]
+    attendees: list[AttendeeFigures]
+
+
+class StatusDistribution(Figures):
+    from_: datetime = Field(alias="from")
+    to: datetime
+    meetings_counted: int
+    guests: int
+    walk_ins: int
+    on_time_rate: float | None
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+class RankedAttendee(BaseModel):
+    user_id: uuid.UUID
+    display_name: str
+    expected: int
+    attended: int
+    excused: int
+    attendance_rate: float | None
+
+
+class RankedMeeting(BaseModel):
+    meeting_id: str
+    title: str
+    start_time: datetime
+    expected: int
+    attended: int
+    attendance_rate: float | None
+
+
+class LowAttendance(BaseModel):
+    from_: datetime = Field(alias="from")
+    to: datetime
+    attendees: list[RankedAttendee]
+    meetings: list[RankedMeeting]
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
