@@ -236,3 +236,60 @@ async def test_the_guest_rate_limit_holds_under_a_burst(committed_db, people, cl
     assert {r.json()["code"] for r in responses if r.status_code == 429} == {"GUEST_CHECKIN_LIMIT_REACHED"}
     assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.guests") == 5
     assert Rate.parse("5/minute").limit == 5
+
+
+@pytest.mark.invariant("MA-INV-19", "MA-INV-04")
+async def test_adding_an_attendee_while_the_account_is_deleted(committed_db, people):
+    """Identity's deletion holds the account FOR UPDATE while its handler cleans future lists; adding the account
+    share-locks it first. Either the addition waits and is refused (ACCOUNT_NOT_ACTIVE), or it commits first and
+    the handler removes the row: never a deleted account on a future list."""
+    from tenet.iam import service as iam_service
+    from tenet.kernel.audit import Actor
+
+    manager, person = await people.make(roles=[Role.MEETING_MANAGER]), await people.make()
+    meeting_id = await _meeting(committed_db, manager.id)
+    deleting = asyncio.Event()
+
+    async def delete_account() -> None:
+        async with committed_db.unit_of_work() as session:
+            await iam_service.lock_account(session, person.id)
+            deleting.set()
+            await asyncio.sleep(0.3)
+            await iam_service.delete_user(session, user_id=person.id, now=START - timedelta(days=1),
+                                          actor=Actor.user(manager.id))
+
+    async def add() -> None:
+        await asyncio.wait_for(deleting.wait(), timeout=10)
+        async with committed_db.unit_of_work() as session:
+            await service.set_required_attendees(session, meeting_id=meeting_id, actor_id=manager.id,
+                                                 user_ids=[person.id], expected_version=None,
+                                                 now=START - timedelta(days=1))
+
+    outcomes = await asyncio.gather(_outcome(delete_account()), _outcome(add()))
+    assert outcomes == ["ok", "ACCOUNT_NOT_ACTIVE"]
+    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.meeting_required_attendees") == 0
+    await ma_rules_hold(committed_db, START - timedelta(days=1))
+
+
+async def test_two_retention_runs_at_once_erase_each_guest_once(committed_db, people):
+    from tenet.meetings import retention
+
+    manager = await people.make(roles=[Role.MEETING_MANAGER])
+    meeting_id = await _meeting(committed_db, manager.id)
+    for i in range(30):
+        async with committed_db.unit_of_work() as session:
+            await checkin.check_in_guest(
+                session, meeting_id=meeting_id, guest=checkin.Guest.clean(name=f"G{i}", email=None, phone=None,
+                                                                          organization=None),
+                mode="offline", device_id=f"device-{i:04d}", code=None, now=START, client_address=None, codes=CODES)
+    later = START + timedelta(days=200)
+
+    async def run() -> int:
+        async with committed_db.unit_of_work() as session:
+            return await retention.erase_guest_data(session, now=later, retention_days=90, limit=20)
+
+    counts = await asyncio.gather(run(), run())
+    assert sorted(counts) == [10, 20]  # SKIP LOCKED: disjoint batches, no waiting
+    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.guests WHERE erased_at IS NULL") == 0
+    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.audit_logs "
+                                      "WHERE action = 'GUEST_DATA_ERASED'") == 2
