@@ -10,6 +10,7 @@ from tenet.meetings import (  # noqa: F401  (they add their routes to the router
     routes_series,
 )
 from tenet.meetings.http import TAG, TAG_DESCRIPTION, router
+from tenet.meetings.pages import router as pages_router
 
-ROUTERS = (router,)
+ROUTERS = (router, pages_router)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},)
