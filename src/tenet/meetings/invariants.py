@@ -397,7 +397,8 @@ register(
     id="MA-INV-17",
     domain=DOMAIN,
     statement="When a series is deleted, every meeting of it that had not started at that moment is deleted in "
-              "the same transaction; started and past meetings are kept as history.",
+              "the same transaction; started and past meetings are kept as history (a manager may still move one "
+              "of those later).",
     scope="meetings of DELETED series",
     counterexample="The weekly meeting is deleted but next Monday's occurrence still shows in everyone's list and "
                    "still accepts check-ins.",
@@ -410,6 +411,7 @@ register(
         SELECT m.id, m.series_id::text FROM meeting_attendance.meetings m
           JOIN meeting_attendance.meeting_series s ON s.id = m.series_id
          WHERE s.status = 'DELETED' AND m.status <> 'DELETED' AND m.start_time > s.deleted_at
+           AND m.schedule_changed_at < s.deleted_at
         UNION ALL {_trigger_present('meeting_series', SERIES_TERMINAL_TRIGGER)}
     """,  # noqa: S608  (constants of this module)
 )
