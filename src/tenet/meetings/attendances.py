@@ -34,7 +34,7 @@ _TRANSITIONS = {"PRESENT": "mark_present", "LATE": "mark_late", "EXCUSED": "excu
 
 def _note(status: str, note: str | None) -> str | None:
     if status in _NEEDS_NOTE and not (note or "").strip():
-        raise errors.AttendanceNoteRequired(status=status)
+        raise errors.AttendanceNoteRequired(requested_status=status)
     return (note or "").strip() or None
 
 
@@ -106,7 +106,7 @@ async def correct_attendance(session: AsyncSession, *, attendance_id: uuid.UUID,
     if current.status == "VOIDED":
         raise errors.AttendanceVoided()
     if target == "EXCUSED" and current.subject_type != "USER":
-        raise errors.AttendanceStatusInvalid("Only users can be excused", status=target)
+        raise errors.AttendanceStatusInvalid("Only users can be excused", requested_status=target)
     if current.status == target:
         return current
     values: dict[str, Any] = {"updated_at": now}
