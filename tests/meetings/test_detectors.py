@@ -82,8 +82,9 @@ async def test_a_future_meeting_of_a_deleted_series_is_reported(db):
                    "start_local_time, duration_minutes, organizer_id, late_grace_minutes, checkin_opens_minutes_before,"
                    " status, deleted_at, created_by_id, created_at, updated_at) VALUES (:id, 'S', 'UTC', "
                    "'FREQ=DAILY;COUNT=2', '2026-03-02', '17:00', 60, :u, 5, 30, 'DELETED', :t, :u, :t, :t)",
-               {"id": series, "u": user, "t": T0 - timedelta(days=1)})
-    meeting = await _meeting(db, user, tz="UTC")
+               {"id": series, "u": user, "t": T0 + timedelta(minutes=1)})
+    # Last scheduled at T0, before the series was deleted, and starting a day after: it should have gone with it.
+    meeting = await _meeting(db, user, tz="UTC", start=T0 + timedelta(days=1), end=T0 + timedelta(days=1, hours=1))
     await _sql(db, "UPDATE meeting_attendance.meetings SET series_id = :s, series_occurrence_date = '2026-03-02' "
                    "WHERE id = :m", {"s": series, "m": meeting})
     assert await _violations(db, "MA-INV-17") == 1

@@ -269,7 +269,7 @@ def test_random_command_sequences_keep_every_meeting_rule(database_url):
     OUTCOMES.clear()
     try:
         run_state_machine_as_test(machine, settings=settings(
-            max_examples=20, stateful_step_count=30, deadline=None,
+            max_examples=10, stateful_step_count=25, deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ))
     finally:

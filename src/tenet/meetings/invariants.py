@@ -200,7 +200,7 @@ register(
     detector=f"""
         SELECT a.id::text, a.meeting_id FROM meeting_attendance.attendances a
           JOIN meeting_attendance.meetings m ON m.id = a.meeting_id
-         WHERE a.status_source = 'CHECK_IN' AND a.checked_in_at >= m.schedule_changed_at
+         WHERE a.status_source = 'CHECK_IN' AND a.checked_in_at > m.schedule_changed_at
            AND (a.checked_in_at < m.start_time - make_interval(mins => m.checkin_opens_minutes_before)
                 OR a.checked_in_at >= coalesce(m.checkin_closes_at, m.end_time)
                 OR a.checked_in_at > m.cancelled_at

@@ -152,8 +152,9 @@ AUDIT_SQL = """
 async def audit_logs(
     user: AuditReader, request: Request, params: Annotated[PageParams, Depends(page_params)],
     resource: Resource | None = None, action: AuditAction | None = None,
-    meeting_id: Annotated[str | None, Query(max_length=32)] = None, series_id: uuid.UUID | None = None,
-    actor_id: Annotated[str | None, Query(max_length=64)] = None,
+    meeting_id: Annotated[str | None, Query(pattern="^[0-9A-Za-z]{1,32}$")] = None,
+    series_id: uuid.UUID | None = None,
+    actor_id: Annotated[str | None, Query(pattern="^[0-9A-Za-z_.:-]{1,64}$")] = None,
     start: Annotated[datetime | None, Query(alias="from")] = None,
     end: Annotated[datetime | None, Query(alias="to")] = None,
 ) -> Response:
