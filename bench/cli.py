@@ -185,6 +185,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                   module.wrk_lua(context) if hasattr(module, "wrk_lua") else "")
         tenet_result, tenet_cpu = _measure(tool, tenet, database, request, args, script)
         baseline_result, baseline_cpu = _measure(tool, baseline, database, request, args, script)
+        # What the runs left in the database, read while it still runs (a write scenario's "nothing lost, nothing
+        # doubled"): the scenario's optional `verify(context)`, reported beside `describe`.
+        verified = module.verify(context) if hasattr(module, "verify") else {}
     finally:
         for service in (baseline, tenet):
             if service is not None:
@@ -210,7 +213,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         # Never the URL itself: it may carry a password.
         "database": {"mode": database.mode, "name": database.name},
-        "data": module.describe(context) if hasattr(module, "describe") else {},
+        "data": {**(module.describe(context) if hasattr(module, "describe") else {}), **verified},
         "request": {"method": request.method, "path": request.path, "headers": sorted(request.headers)},
         # The fixed statements, or the scenario's handler (its SQL is in its module).
         "baseline_sql": ([s["sql"] for s in baseline_plan["statements"]] if "statements" in baseline_plan

@@ -47,6 +47,10 @@ and optionally
 
     SERVICE_ENV: dict[str, str]
         Extra environment for `tenet serve` (limits a scenario would otherwise hit).
+
+    def verify(context) -> dict[str, object]
+        Runs after both measurements while the database still runs: what the load left there (a write
+        scenario's row counts, duplicates); raise SystemExit when it is wrong. Reported with `describe`.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ async def load_demo(settings: KernelSettings, url: str) -> list[str]:
                     else:
                         lines.append(f"kept {email}")
                 lines.append(await _load_workspace_demo(session, settings, now))
+                lines.append(await _load_meetings_demo(session, settings, now))
     finally:
         await db.dispose()
     return lines
@@ -73,3 +74,15 @@ async def _load_workspace_demo(session, settings: KernelSettings, now) -> str:
                                                policy=policy, now=now)
     return (f"created workspace {DEMO_WORKSPACE!r} owned by {DEMO_USERS[0][0]} with 2 members and a pending "
             f"invitation to {DEMO_PENDING_INVITATION}")
+
+
+async def _load_meetings_demo(session, settings: KernelSettings, now) -> str:
+    from tenet.meetings import demo as meetings_demo
+    from tenet.meetings.service import MeetingPolicy
+
+    found = [await iam_service.find_user_by_email(session, email) for email, _, _ in DEMO_USERS[:3]]
+    people = [person for person in found if person is not None]
+    assert len(people) == 3
+    return await meetings_demo.load_demo(session, manager_id=people[0].id, leader_id=people[1].id,
+                                         employee_id=people[2].id, policy=MeetingPolicy.from_settings(settings),
+                                         now=now)

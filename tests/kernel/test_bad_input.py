@@ -120,3 +120,24 @@ async def test_a_nul_character_the_schema_lets_through_is_422_not_500(client):
                                                              "username": "a\u0000b@example.com", "password": "x"})
     body = assert_problem(response, 422, "VALIDATION_FAILED")
     assert body["detail"].startswith("A value cannot be stored")
+
+
+
+async def test_a_value_postgresql_refuses_on_the_read_path_is_422_not_500(db):
+    """The read path hands psycopg's DataError through unwrapped (no SQLAlchemy around it): a NUL in a query
+    parameter must still answer 422."""
+    import httpx
+    from fastapi import FastAPI
+
+    from tenet.kernel.http import install_error_handlers
+
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.get("/echo")
+    async def echo(value: str) -> dict:
+        return {"rows": await db.reads.all("SELECT %(v)s::text AS v", {"v": value})}
+
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        assert (await client.get("/echo", params={"value": "fine"})).status_code == 200
+        assert_problem(await client.get("/echo", params={"value": "a\u0000b"}), 422, "VALIDATION_FAILED")

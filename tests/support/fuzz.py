@@ -212,8 +212,8 @@ def workspace_world(base_url: str, database_url: str) -> World:
 
 
 def identity_world(base_url: str, database_url: str, admin_token: str) -> World:
-    """A fresh administrator (the fuzzed principal, made by the live server's first one), four signed-in users
-    (the last one then disabled, so enabling can succeed) and two API clients. Real values: the users' ids,
+    """A fresh administrator (the fuzzed principal, made by the live server's first one), six signed-in users
+    (the last three then disabled, so enabling can succeed) and two API clients. Real values: the users' ids,
     emails, password and refresh tokens, the clients' ids. The principal's own id is left out of the pool,
     so the run does not lock itself out."""
     api = LiveApi(base_url, database_url)
@@ -227,12 +227,14 @@ def identity_world(base_url: str, database_url: str, admin_token: str) -> World:
                                                        "password": PASSWORD})
         assert signed_in.status_code == 200, signed_in.text
         admin = {"Authorization": f"Bearer {signed_in.json()['access_token']}"}
-        people = [api.person(prefix) for prefix in ("ada", "bob", "cy", "dee")]
+        people = [api.person(prefix) for prefix in ("ada", "bob", "cy", "dee", "eve", "fay")]
         refresh_tokens = [api.http.post("/auth/token", data={
             "grant_type": "password", "username": person_email, "password": PASSWORD}).json()["refresh_token"]
             for _, person_email, _ in people]
-        disabled = api.http.post(f"/iam/users/{people[-1][0]}/disable", headers=admin)
-        assert disabled.status_code == 200, disabled.text
+        # Half of them disabled, so enabling (and disabling) can both succeed within one run.
+        for person in people[3:]:
+            disabled = api.http.post(f"/iam/users/{person[0]}/disable", headers=admin)
+            assert disabled.status_code == 200, disabled.text
         clients = []
         for name in ("Extractor", "Reporter"):
             client = api.http.post("/iam/api-clients", headers=admin,

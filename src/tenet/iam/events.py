@@ -32,3 +32,15 @@ class AccountDeleted(Event):
     user_id: uuid.UUID
     actor: Actor
     now: datetime
+
+
+@dataclass(frozen=True)
+class AccountRolesChanged(Event):
+    """An account's system roles changed (the account row is locked). Domains that audit role changes in their
+    own log (spec 001: meeting attendance) record it here."""
+
+    user_id: uuid.UUID
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    actor: Actor
+    now: datetime

@@ -1,4 +1,4 @@
-"""The five system roles and their permission points (API.md "Identity"; spec 001 "权限矩阵").
+"""The five system roles and identity's permission points (API.md "Identity").
 
 This module is the catalog the code checks against. The migrations seed the same rows as literal data
 (a migration must not change when this file does); `tests/iam/test_permissions.py` fails when the two
@@ -35,24 +35,6 @@ class Permission(StrEnum):
     IAM_USER_MANAGE = "iam:user:manage"
     IAM_ROLE_ASSIGN = "iam:role:assign"
     IAM_API_CLIENT_MANAGE = "iam:api-client:manage"
-    # meeting attendance (spec 001); the agenda points are the spec's own names
-    MEETING_READ = "meeting:read"
-    MEETING_CREATE = "meeting:create"
-    MEETING_UPDATE = "meeting:update"
-    MEETING_DELETE = "meeting:delete"
-    MEETING_CHECK_IN = "meeting:check-in"
-    MEETING_ATTENDANCE_MANAGE = "meeting:attendance:manage"
-    MEETING_SERIES_MANAGE = "meeting:series:manage"
-    MEETING_TEMPLATE_MANAGE = "meeting:template:manage"
-    MEETING_REPORT_READ = "meeting:report:read"
-    MEETING_AUDIT_READ = "meeting:audit:read"
-    MEETING_AGENDA_UPDATE = "meeting:agenda:update"
-    MEETING_UPLOAD_TASK_ASSIGN = "meeting:upload-task:assign"
-    MEETING_ATTACHMENT_UPLOAD_ANY = "meeting:attachment:upload:any"
-    MEETING_ATTACHMENT_UPLOAD_ASSIGNED = "meeting:attachment:upload:assigned"
-    MEETING_ATTACHMENT_DOWNLOAD = "meeting:attachment:download"
-    MEETING_ATTACHMENT_RESTORE = "meeting:attachment:restore"
-    MEETING_OUTLOOK_MANAGE = "meeting:outlook:manage"
     # reservation workflow (spec 003)
     RESERVATION_ORDER_READ = "reservation:order:read"
     RESERVATION_ORDER_MANAGE = "reservation:order:manage"
@@ -63,25 +45,21 @@ class Permission(StrEnum):
     RESERVATION_AUDIT_READ = "reservation:audit:read"
 
 
-_MEETING_ATTENDEE = {
-    Permission.MEETING_READ,
-    Permission.MEETING_CHECK_IN,
-    Permission.MEETING_ATTACHMENT_UPLOAD_ASSIGNED,
-    Permission.MEETING_ATTACHMENT_DOWNLOAD,
-}
-
+# Identity's own points and the reservation points. Each domain declares the points it checks, with their
+# default grants, in its `Domain` (the meeting points: tenet.meetings.permissions); a role's permissions are
+# the union over the catalog (tenet.kernel.permissions.points_of_role).
 ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
     Role.ADMINISTRATOR: frozenset(Permission),
-    Role.MEETING_MANAGER: frozenset(p for p in Permission if p.value.startswith("meeting:")),
-    Role.LEADER: frozenset(_MEETING_ATTENDEE | {Permission.MEETING_REPORT_READ}),
-    Role.EMPLOYEE: frozenset(_MEETING_ATTENDEE),
+    Role.MEETING_MANAGER: frozenset(),
+    Role.LEADER: frozenset(),
+    Role.EMPLOYEE: frozenset(),
     Role.RESERVATION_AGENT: frozenset(p for p in Permission if p.value.startswith("reservation:")),
 }
 
 DEFAULT_ROLES: tuple[Role, ...] = (Role.EMPLOYEE,)
 
-# Identity's declaration of the points above (tenet.iam.domain). The meeting and reservation points are
-# declared here until their domains land; each then declares its own points and these move with it.
+# Identity's declaration of the points above (tenet.iam.domain). The reservation points are declared here
+# until their domain lands; then they move with it, as the meeting points did.
 POINTS: tuple[PermissionPoint, ...] = tuple(
     PermissionPoint(name=point.value, description=point.name.replace("_", " ").capitalize(),
                     granted_to=frozenset(role.value for role, points in ROLE_PERMISSIONS.items() if point in points))

@@ -11,7 +11,7 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import errors, lifecycles
-from tenet.iam.events import AccountCreated, AccountDeleted
+from tenet.iam.events import AccountCreated, AccountDeleted, AccountRolesChanged
 from tenet.iam.models import ApiClient, RefreshToken, UserAccount, UserRole
 from tenet.iam.passwords import Passwords, password_problems
 from tenet.iam.permissions import DEFAULT_ROLES, Role, Scope
@@ -195,6 +195,9 @@ async def set_user_roles(session: AsyncSession, *, user_id: uuid.UUID, roles: It
     await session.flush()
     await audit.record(session, action="iam.user.roles_changed", actor=actor, subject=("user", user_id), now=now,
                        data={"before": current, "after": wanted})
+    if sorted(current) != wanted:
+        await events.publish(session, AccountRolesChanged(user_id=user_id, before=tuple(sorted(current)),
+                                                          after=tuple(wanted), actor=actor, now=now))
     return user
 
 

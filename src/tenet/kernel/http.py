@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.params import File, Form
@@ -239,6 +240,8 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_exception)
     app.add_exception_handler(DataError, _on_data_error)
+    # The transaction-free read path runs psycopg directly: its refusals of a value arrive unwrapped.
+    app.add_exception_handler(psycopg.DataError, _on_data_error)
     app.add_exception_handler(OperationalError, _on_database_unavailable)
     app.add_exception_handler(InterfaceError, _on_database_unavailable)
     app.add_exception_handler(PoolTimeoutError, _on_database_unavailable)

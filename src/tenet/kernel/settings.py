@@ -63,8 +63,11 @@ RateSetting = Annotated[Rate, NoDecode, BeforeValidator(_to_rate)]
 
 
 def env(*names: str) -> AliasChoices:
-    """The environment variable(s) of a field (the contract's names). Code and tests may also pass the field
-    by its Python name (`populate_by_name`)."""
+    """The environment variable(s) of a field (the contract's names, upper case). Code and tests may also pass
+    the field by its Python name (`populate_by_name`); the environment may not (see SECTION_CONFIG)."""
+    for name in names:
+        if name != name.upper():
+            raise ValueError(f"{name!r}: settings read only their documented (upper-case) variables")
     return AliasChoices(*names)
 
 

@@ -1,0 +1,360 @@
+"""Check-in: signed-in users and guests (the hot path). One unit of work, two statements on the happy path: a
+probe (the meeting, the person's live attendance, the device's live attendance) and one write that inserts the
+attendance, its ACCEPTED scan and its audit row together (data-modifying CTEs).
+
+The database is the arbiter of every race (MA-INV-06..09):
+- one live attendance per person and per device: partial unique indexes; the insert is ON CONFLICT DO NOTHING
+  and an empty result re-reads by person (answered) then by device (refused);
+- the window and the meeting's status: the insert trigger judges the row's `checked_in_at` (this service's
+  clock) against the meeting as committed, under a shared advisory lock that cancel / delete / reschedule take
+  exclusively; lateness is set by the same trigger.
+Refusals write a REFUSED scan with their code and raise an error whose unit of work commits (MA-INV-11).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenet.kernel.context import current_request_id
+from tenet.kernel.db_errors import violated_constraint
+from tenet.kernel.emails import InvalidEmail, clean_email, normalize_email
+from tenet.kernel.errors import DomainError, ValidationFailed
+from tenet.meetings import errors, times
+from tenet.meetings.codes import RotatingCodes
+from tenet.meetings.models import CHECKIN_MEETING_ACTIVE, CHECKIN_WINDOW
+
+LIVE = ("PRESENT", "LATE")
+
+
+@dataclass(frozen=True)
+class CheckInOutcome:
+    attendance_id: uuid.UUID
+    meeting_id: str
+    status: str
+    checked_in_at: datetime | None
+    mode: str | None
+    already_checked_in: bool
+    timezone: str
+    start_time: datetime
+    late_grace_minutes: int
+
+    def answer(self) -> dict[str, Any]:
+        late_by = None
+        if self.status == "LATE" and self.checked_in_at is not None:
+            late_by = int((self.checked_in_at - self.start_time).total_seconds())
+        return {"attendance_id": self.attendance_id, "meeting_id": self.meeting_id, "status": self.status,
+                "checked_in_at": self.checked_in_at,
+                "checked_in_at_local": times.local(self.checked_in_at, self.timezone) if self.checked_in_at else None,
+                "mode": self.mode, "already_checked_in": self.already_checked_in, "late_by_seconds": late_by}
+
+
+@dataclass(frozen=True)
+class Guest:
+    """A guest's form, cleaned (NFC, trimmed, whitespace collapsed), and the identity key it is known by (D-17)."""
+
+    name: str
+    email: str | None
+    phone: str | None
+    organization: str | None
+
+    @classmethod
+    def clean(cls, *, name: str, email: str | None, phone: str | None, organization: str | None) -> Guest:
+        cleaned = " ".join(unicodedata.normalize("NFC", name).split())
+        if not cleaned:
+            raise errors.GuestNameRequired()
+        typed_email = None
+        if email:
+            try:
+                typed_email = clean_email(email)
+            except InvalidEmail:
+                raise ValidationFailed("email: not a valid address",
+                                       errors=[{"loc": ["body", "email"], "msg": "not a valid address",
+                                                "type": "value_error"}]) from None
+        org = " ".join(unicodedata.normalize("NFC", organization).split()) if organization else None
+        return cls(cleaned, typed_email, phone.strip() or None if phone else None, org or None)
+
+    def key(self) -> str:
+        """The email (email-v1) when given; else the phone's digits; else the name (case-folded) with the
+        organisation. Two namesakes without email or phone collide: the form asks for one (D-17)."""
+        if self.email:
+            return "email:" + normalize_email(self.email)
+        digits = re.sub(r"[^0-9+]", "", self.phone or "")
+        if len(digits.lstrip("+")) >= 5:
+            return "phone:" + digits
+        return "name:" + unicodedata.normalize("NFKC", self.name).casefold() + "|" + (
+            unicodedata.normalize("NFKC", self.organization).casefold() if self.organization else "")
+
+    def digest(self, meeting_id: str) -> str:
+        """Per meeting, so digests cannot link one person's visits across meetings."""
+        return "sha256:" + hashlib.sha256(f"{meeting_id}:{self.key()}".encode()).hexdigest()
+
+
+_MEETING_COLUMNS = """m.status, m.start_time, m.end_time, m.timezone, m.late_grace_minutes,
+       m.checkin_opens_minutes_before, m.checkin_closes_at, m.rotating_online_code, m.offline_checkin_enabled"""
+
+USER_PROBE = text(f"""
+    SELECT {_MEETING_COLUMNS},
+           mine.id AS mine_id, mine.status AS mine_status, mine.checked_in_at AS mine_at, mine.mode AS mine_mode,
+           dev.id AS device_attendance_id
+      FROM meeting_attendance.meetings m
+      LEFT JOIN meeting_attendance.attendances mine
+             ON mine.meeting_id = m.id AND mine.user_id = :user_id AND mine.status <> 'VOIDED'
+      LEFT JOIN meeting_attendance.attendances dev
+             ON dev.meeting_id = m.id AND dev.device_id = :device_id AND dev.status <> 'VOIDED'
+     WHERE m.id = :meeting_id AND m.status <> 'DELETED'
+""")  # noqa: S608  (constants of this module)
+
+GUEST_PROBE = text(f"""
+    SELECT {_MEETING_COLUMNS},
+           g.id AS guest_id, mine.id AS mine_id, mine.status AS mine_status, mine.checked_in_at AS mine_at,
+           mine.mode AS mine_mode, dev.id AS device_attendance_id
+      FROM meeting_attendance.meetings m
+      LEFT JOIN meeting_attendance.guests g ON g.meeting_id = m.id AND g.identity_digest = :digest
+      LEFT JOIN meeting_attendance.attendances mine ON mine.guest_id = g.id AND mine.status <> 'VOIDED'
+      LEFT JOIN meeting_attendance.attendances dev
+             ON dev.meeting_id = m.id AND dev.device_id = :device_id AND dev.status <> 'VOIDED'
+     WHERE m.id = :meeting_id AND m.status <> 'DELETED'
+""")  # noqa: S608  (constants of this module)
+
+# The attendance, its ACCEPTED scan and its audit row in one statement: either all three exist or none.
+# The audit row carries constant keys only (MA-INV-20).
+_SCAN_AND_AUDIT = """
+    s AS (
+        INSERT INTO meeting_attendance.checkin_scans
+               (meeting_id, occurred_at, channel, mode, user_id, guest_id, attendance_id, device_id, client_address,
+                outcome, code_step)
+        SELECT :meeting_id, :now, :channel, :mode, a.user_id, a.guest_id, a.id, :device_id,
+               CAST(:client_address AS inet), 'ACCEPTED', :code_step FROM a),
+    l AS (
+        INSERT INTO meeting_attendance.audit_logs
+               (occurred_at, action, resource, resource_id, meeting_id, actor_type, actor_id, request_id, changes)
+        SELECT :now, :action, 'ATTENDANCE', a.id::text, :meeting_id, :actor_type,
+               coalesce(a.user_id, a.guest_id)::text, :request_id,
+               jsonb_build_object('entityId', a.id, 'entityType', 'ATTENDANCE', 'before', NULL,
+                                  'after', jsonb_build_object('status', a.status, 'mode', :mode)) FROM a)
+"""
+
+USER_INSERT = text(f"""
+    WITH a AS (
+        INSERT INTO meeting_attendance.attendances
+               (id, meeting_id, subject_type, user_id, status, status_source, mode, device_id, checked_in_at,
+                created_at, updated_at, version)
+        VALUES (:attendance_id, :meeting_id, 'USER', :user_id, 'PRESENT', 'CHECK_IN', :mode, :device_id, :now,
+                :now, :now, 1)
+        ON CONFLICT DO NOTHING
+        RETURNING id, status, checked_in_at, user_id, guest_id),
+    {_SCAN_AND_AUDIT}
+    SELECT id, status, checked_in_at FROM a
+""")  # noqa: S608  (constants of this module)
+
+# Check-in over an EXCUSED row turns it into PRESENT / LATE by check-in (D-10); the trigger judges the window.
+USER_OVER_EXCUSE = text(f"""
+    WITH a AS (
+        UPDATE meeting_attendance.attendances
+           SET status = 'PRESENT', status_source = 'CHECK_IN', mode = :mode, device_id = :device_id,
+               checked_in_at = :now, updated_at = :now, version = version + 1
+         WHERE id = :attendance_id AND status = 'EXCUSED'
+        RETURNING id, status, checked_in_at, user_id, guest_id),
+    {_SCAN_AND_AUDIT}
+    SELECT id, status, checked_in_at FROM a
+""")  # noqa: S608  (constants of this module)
+
+# A new guest row and its attendance together: a guest row never exists without the attendance it was
+# collected for (MA-INV-13; the deferred trigger guests_have_attendance refuses the commit otherwise).
+GUEST_INSERT = text(f"""
+    WITH g AS (
+        INSERT INTO meeting_attendance.guests
+               (id, meeting_id, name, email, phone, organization, identity_digest, created_at)
+        SELECT :guest_id, :meeting_id, :name, :email, :phone, :organization, :digest, :now
+         WHERE CAST(:existing_guest_id AS uuid) IS NULL
+        ON CONFLICT DO NOTHING
+        RETURNING id),
+    gid AS (SELECT id FROM g UNION ALL
+             SELECT CAST(:existing_guest_id AS uuid) WHERE CAST(:existing_guest_id AS uuid) IS NOT NULL),
+    a AS (
+        INSERT INTO meeting_attendance.attendances
+               (id, meeting_id, subject_type, guest_id, status, status_source, mode, device_id, checked_in_at,
+                created_at, updated_at, version)
+        SELECT :attendance_id, :meeting_id, 'GUEST', gid.id, 'PRESENT', 'CHECK_IN', :mode, :device_id, :now,
+               :now, :now, 1 FROM gid
+        ON CONFLICT DO NOTHING
+        RETURNING id, status, checked_in_at, user_id, guest_id),
+    {_SCAN_AND_AUDIT}
+    SELECT (SELECT count(*) FROM g) AS guests_inserted, a.id, a.status, a.checked_in_at
+      FROM (SELECT 1) one LEFT JOIN a ON TRUE
+""")  # noqa: S608  (constants of this module)
+
+SCAN = text("""
+    INSERT INTO meeting_attendance.checkin_scans
+           (meeting_id, occurred_at, channel, mode, user_id, guest_id, attendance_id, device_id, client_address,
+            outcome, reason, code_step)
+    VALUES (:meeting_id, :now, :channel, :mode, :user_id, :guest_id, :attendance_id, :device_id,
+            CAST(:client_address AS inet), :outcome, :reason, :code_step)
+""")
+
+_BY_PERSON = {
+    "USER": text("SELECT id, status, checked_in_at, mode FROM meeting_attendance.attendances "
+                 "WHERE meeting_id = :meeting_id AND user_id = :user_id AND status <> 'VOIDED'"),
+    "GUEST": text("SELECT a.id, a.status, a.checked_in_at, a.mode, g.id AS guest_id "
+                  "FROM meeting_attendance.guests g JOIN meeting_attendance.attendances a "
+                  "ON a.guest_id = g.id AND a.status <> 'VOIDED' "
+                  "WHERE g.meeting_id = :meeting_id AND g.identity_digest = :digest"),
+}
+_TRIGGER_REFUSALS = {CHECKIN_MEETING_ACTIVE: "cancelled", CHECKIN_WINDOW: "window"}
+
+
+@dataclass
+class _Request:
+    meeting_id: str
+    channel: str  # USER | GUEST
+    mode: str
+    device_id: str
+    code: str | None
+    now: datetime
+    client_address: str | None
+    user_id: uuid.UUID | None = None
+    guest: Guest | None = None
+    digest: str | None = None
+    guest_id: uuid.UUID | None = None
+    code_step: int | None = None
+
+    def scan(self, outcome: str, *, attendance_id: uuid.UUID | None = None, reason: str | None = None,
+             guest_id: uuid.UUID | None = None) -> dict[str, Any]:
+        return {"meeting_id": self.meeting_id, "now": self.now, "channel": self.channel, "mode": self.mode,
+                "user_id": self.user_id, "guest_id": guest_id or self.guest_id, "attendance_id": attendance_id,
+                "device_id": self.device_id, "client_address": self.client_address, "outcome": outcome,
+                "reason": reason, "code_step": self.code_step if outcome == "ACCEPTED" else None}
+
+
+async def _refuse(session: AsyncSession, request: _Request, error: DomainError) -> DomainError:
+    """Record the refused scan (it commits with the error: MA-INV-11) and answer the error to raise."""
+    await session.execute(SCAN, request.scan("REFUSED", reason=str(error.code)))
+    return errors.recorded(error)
+
+
+def _outcome(request: _Request, meeting: Any, row: Any, *, already: bool) -> CheckInOutcome:
+    return CheckInOutcome(attendance_id=row.id, meeting_id=request.meeting_id, status=row.status,
+                          checked_in_at=row.checked_in_at, mode=row.mode if already else request.mode,
+                          already_checked_in=already, timezone=meeting.timezone, start_time=meeting.start_time,
+                          late_grace_minutes=meeting.late_grace_minutes)
+
+
+def _judge(meeting: Any, request: _Request, codes: RotatingCodes) -> DomainError | None:
+    """Why the meeting refuses this check-in now, if it does (the friendly first answer; the trigger decides
+    races)."""
+    if meeting.status == "CANCELLED":
+        return errors.MeetingCancelled(meeting_id=request.meeting_id)
+    if request.mode == "offline" and not meeting.offline_checkin_enabled:
+        return errors.CheckInModeDisabled(mode="offline")
+    if request.mode == "online" and meeting.rotating_online_code:
+        try:
+            request.code_step = codes.verify(request.meeting_id, request.code, request.now)
+        except DomainError as error:
+            return error
+    opens, closes = times.window(meeting.start_time, meeting.end_time, meeting.checkin_opens_minutes_before,
+                                 meeting.checkin_closes_at)
+    if request.now < opens:
+        return errors.CheckInWindowNotOpen(opens_at=opens.isoformat())
+    if request.now >= closes:
+        return errors.CheckInWindowClosed(closed_at=closes.isoformat())
+    return None
+
+
+async def _probed(request: _Request) -> None:
+    """Between the probe and the write. The race tests widen this gap (tests/concurrency) to show that the
+    database, not the probe, decides: two scans that both saw "no attendance yet" still make one."""
+
+
+async def _check_in(session: AsyncSession, request: _Request, codes: RotatingCodes) -> CheckInOutcome:
+    probe = USER_PROBE if request.channel == "USER" else GUEST_PROBE
+    meeting = (await session.execute(probe, {"meeting_id": request.meeting_id, "user_id": request.user_id,
+                                             "digest": request.digest, "device_id": request.device_id})).first()
+    if meeting is None:
+        raise errors.MeetingNotFound()
+    await _probed(request)
+    if request.channel == "GUEST":
+        request.guest_id = meeting.guest_id
+    if meeting.mine_id is not None and meeting.mine_status in LIVE:
+        # Scanning again answers the existing attendance, never a second one (MA-INV-06).
+        await session.execute(SCAN, request.scan("ALREADY_CHECKED_IN", attendance_id=meeting.mine_id))
+        return CheckInOutcome(meeting.mine_id, request.meeting_id, meeting.mine_status, meeting.mine_at,
+                              meeting.mine_mode, True, meeting.timezone, meeting.start_time,
+                              meeting.late_grace_minutes)
+    refusal = _judge(meeting, request, codes)
+    if refusal is None and meeting.device_attendance_id is not None and meeting.device_attendance_id != meeting.mine_id:
+        refusal = errors.DeviceAlreadyUsed()
+    if refusal is not None:
+        raise await _refuse(session, request, refusal)
+    params = {"meeting_id": request.meeting_id, "now": request.now, "mode": request.mode,
+              "device_id": request.device_id, "client_address": request.client_address,
+              "code_step": request.code_step, "request_id": current_request_id(), "attendance_id": uuid.uuid4(),
+              "channel": request.channel}
+    try:
+        if request.channel == "USER" and meeting.mine_id is not None:  # EXCUSED, now present (D-10)
+            written = (await session.execute(USER_OVER_EXCUSE, {
+                **params, "attendance_id": meeting.mine_id, "action": "CHECK_IN", "actor_type": "user"})).first()
+        elif request.channel == "USER":
+            written = (await session.execute(USER_INSERT, {
+                **params, "user_id": request.user_id, "action": "CHECK_IN", "actor_type": "user"})).first()
+        else:
+            assert request.guest is not None
+            guest = request.guest
+            written = (await session.execute(GUEST_INSERT, {
+                **params, "guest_id": uuid.uuid4(), "existing_guest_id": request.guest_id, "name": guest.name,
+                "email": guest.email, "phone": guest.phone, "organization": guest.organization,
+                "digest": request.digest, "action": "GUEST_CHECK_IN", "actor_type": "guest"})).first()
+            if written is not None and written.id is None:
+                if written.guests_inserted:
+                    # The attendance lost a race: the guest row written with it must not stay (MA-INV-13).
+                    await session.rollback()
+                written = None
+    except DBAPIError as exc:
+        reason = _TRIGGER_REFUSALS.get(violated_constraint(exc) or "")  # type: ignore[arg-type]
+        if reason is None:
+            raise
+        # A cancel or reschedule committed between the probe and the insert: the trigger refused. The
+        # transaction is aborted; the refusal is recorded in a fresh one on the same session.
+        await session.rollback()
+        current = (await session.execute(probe, {"meeting_id": request.meeting_id, "user_id": request.user_id,
+                                                 "digest": request.digest, "device_id": request.device_id})).first()
+        if current is None:
+            raise errors.MeetingNotFound() from None
+        raise await _refuse(session, request, _judge(current, request, codes) or errors.MeetingCancelled()) from None
+    if written is not None:
+        return _outcome(request, meeting, written, already=False)
+    # Nothing inserted: a concurrent check-in of the same person won (answer it) or the device was taken.
+    winner = (await session.execute(_BY_PERSON[request.channel], {
+        "meeting_id": request.meeting_id, "user_id": request.user_id, "digest": request.digest})).first()
+    if winner is not None:
+        if request.channel == "GUEST":
+            request.guest_id = winner.guest_id
+        await session.execute(SCAN, request.scan("ALREADY_CHECKED_IN", attendance_id=winner.id))
+        return _outcome(request, meeting, winner, already=True)
+    raise await _refuse(session, request, errors.DeviceAlreadyUsed())
+
+
+async def check_in_user(session: AsyncSession, *, meeting_id: str, user_id: uuid.UUID, mode: str, device_id: str,
+                        code: str | None, now: datetime, codes: RotatingCodes) -> CheckInOutcome:
+    """A signed-in user checks themself in (any non-deleted meeting whose id they have: the code is the
+    capability, D-08; one not on the required list is a walk-in)."""
+    return await _check_in(session, _Request(meeting_id, "USER", mode, device_id, code, now, None, user_id=user_id),
+                           codes)
+
+
+async def check_in_guest(session: AsyncSession, *, meeting_id: str, guest: Guest, mode: str, device_id: str,
+                         code: str | None, now: datetime, client_address: str | None,
+                         codes: RotatingCodes) -> CheckInOutcome:
+    """A guest without an account; their personal data goes to `guests` only (MA-INV-13)."""
+    request = _Request(meeting_id, "GUEST", mode, device_id, code, now, client_address, guest=guest,
+                       digest=guest.digest(meeting_id))
+    return await _check_in(session, request, codes)

@@ -1,0 +1,289 @@
+"""Reads of meetings on the transaction-free read path (tenet.kernel.reads): one statement per answer, the
+caller's right to see the rows decided in the same statement (requireMeetingUser, spec §权限矩阵).
+
+Who the caller is for a meeting (`identity`, first match wins): `manager` (system role Administrator or
+MeetingManager), `creator`, `organizer`, `attendee` (required), `external` (a signed-in walk-in with a live
+attendance). Anyone else does not see the meeting (404).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime
+from typing import Any
+
+from tenet.iam.principal import Principal
+from tenet.kernel.http import API_PREFIX
+from tenet.kernel.pagination import PageParams, SqlKeyset
+from tenet.kernel.reads import Reads, Row
+from tenet.meetings import codes, errors, times
+from tenet.meetings.models import MEETING_ID_PATTERN
+from tenet.meetings.permissions import MANAGER_ROLES, TABLE, Action, Identity
+
+_MEETING_ID = re.compile(MEETING_ID_PATTERN)
+BASE = API_PREFIX + "/meeting-attendance"
+
+
+def valid_meeting_id(meeting_id: str) -> str:
+    """A malformed id answers 404 without a query (MA-INV-01)."""
+    if not _MEETING_ID.match(meeting_id):
+        raise errors.MeetingNotFound()
+    return meeting_id
+
+
+def is_manager(principal: Principal) -> bool:
+    return bool(principal.roles & MANAGER_ROLES)
+
+
+def identity(row: Row, principal: Principal) -> Identity | None:
+    if is_manager(principal):
+        return Identity.MANAGER
+    if row["created_by_id"] == principal.id:
+        return Identity.CREATOR
+    if row["organizer_id"] == principal.id:
+        return Identity.ORGANIZER
+    if row["is_required"]:
+        return Identity.ATTENDEE
+    if row.get("my_attendance_id") is not None:
+        return Identity.EXTERNAL
+    return None
+
+
+def require(row: Row | None, principal: Principal, action: Action) -> Identity:
+    """404 unless the caller sees the meeting; 403 MEETING_ACTION_FORBIDDEN unless their identity may `action`."""
+    if row is None:
+        raise errors.MeetingNotFound()
+    who = identity(row, principal)
+    if who is None:
+        raise errors.MeetingNotFound()
+    if who not in TABLE[action]:
+        raise errors.MeetingActionForbidden(action=action.value, identity=who.value)
+    return who
+
+
+MEETING_SQL = """
+    SELECT m.id, m.title, m.description, m.location, m.online_link, m.city, m.start_time, m.end_time, m.timezone,
+           m.organizer_id, o.display_name AS organizer_name, m.late_grace_minutes, m.checkin_opens_minutes_before,
+           m.checkin_closes_at, m.rotating_online_code, m.offline_checkin_enabled, m.series_id,
+           m.series_occurrence_date, m.is_exception, m.template_id, m.status, m.cancelled_at, m.cancel_reason,
+           m.created_by_id, m.created_at, m.updated_at, m.version,
+           EXISTS (SELECT 1 FROM meeting_attendance.meeting_required_attendees r
+                    WHERE r.meeting_id = m.id AND r.user_id = %(caller)s) AS is_required,
+           mine.id AS my_attendance_id, mine.status AS my_attendance_status, mine.checked_in_at AS my_checked_in_at,
+           (SELECT count(*) FROM meeting_attendance.meeting_required_attendees r WHERE r.meeting_id = m.id)
+             AS required_count,
+           s.present, s.late, s.excused, s.guests, s.walk_ins,
+           (SELECT max(q.generated_at) FROM meeting_attendance.meeting_qr_codes q WHERE q.meeting_id = m.id)
+             AS codes_generated_at
+      FROM meeting_attendance.meetings m
+      JOIN iam.user_account o ON o.id = m.organizer_id
+      LEFT JOIN meeting_attendance.attendances mine
+             ON mine.meeting_id = m.id AND mine.user_id = %(caller)s AND mine.status <> 'VOIDED'
+      LEFT JOIN LATERAL (
+        SELECT count(*) FILTER (WHERE a.status = 'PRESENT' AND r.user_id IS NOT NULL) AS present,
+               count(*) FILTER (WHERE a.status = 'LATE' AND r.user_id IS NOT NULL) AS late,
+               count(*) FILTER (WHERE a.status = 'EXCUSED' AND r.user_id IS NOT NULL) AS excused,
+               count(*) FILTER (WHERE a.subject_type = 'GUEST') AS guests,
+               count(*) FILTER (WHERE a.subject_type = 'USER' AND r.user_id IS NULL) AS walk_ins
+          FROM meeting_attendance.attendances a
+          LEFT JOIN meeting_attendance.meeting_required_attendees r
+                 ON r.meeting_id = a.meeting_id AND r.user_id = a.user_id
+         WHERE a.meeting_id = m.id AND a.status <> 'VOIDED') s ON TRUE
+     WHERE m.id = %(id)s AND m.status <> 'DELETED'
+"""
+
+
+def check_in_window(row: Row, now: datetime) -> dict[str, Any]:
+    opens, closes = times.window(row["start_time"], row["end_time"], row["checkin_opens_minutes_before"],
+                                 row["checkin_closes_at"])
+    modes = ["online", "offline"] if row["offline_checkin_enabled"] else ["online"]
+    return {"opens_at": opens, "closes_at": closes, "open": row["status"] == "ACTIVE" and opens <= now < closes,
+            "modes": modes, "requires_code": row["rotating_online_code"]}
+
+
+def code_refs(meeting_id: str, generated_at: datetime, base_url: str) -> dict[str, Any]:
+    return {mode: {"check_in_url": codes.check_in_url(base_url, meeting_id, mode),
+                   "svg_url": f"{BASE}/meetings/{meeting_id}/qrcode?mode={mode}&format=svg",
+                   "png_url": f"{BASE}/meetings/{meeting_id}/qrcode?mode={mode}&format=png",
+                   "generated_at": generated_at} for mode in codes.MODES}
+
+
+async def meeting(reads: Reads, *, meeting_id: str, principal: Principal, now: datetime,
+                  base_url: str) -> dict[str, Any]:
+    """The MeetingRead of one meeting, with what the caller's identity may see."""
+    row = await reads.one(MEETING_SQL, {"id": valid_meeting_id(meeting_id), "caller": principal.id})
+    who = require(row, principal, Action.VIEW)
+    assert row is not None
+    insider = who in TABLE[Action.SHOW_CODES]
+    required = row["required_count"]
+    summary = None
+    if insider:
+        summary = {"expected": required, "present": row["present"], "late": row["late"], "excused": row["excused"],
+                   "absent": required - row["present"] - row["late"] - row["excused"], "guests": row["guests"],
+                   "walk_ins": row["walk_ins"]}
+    refs = code_refs(row["id"], row["codes_generated_at"], base_url) if insider and row["codes_generated_at"] else {}
+    mine = None
+    if row["my_attendance_id"] is not None:
+        mine = {"attendance_id": row["my_attendance_id"], "status": row["my_attendance_status"],
+                "checked_in_at": row["my_checked_in_at"]}
+    return {
+        **{k: row[k] for k in ("id", "title", "description", "location", "online_link", "city", "start_time",
+                               "end_time", "timezone", "late_grace_minutes", "checkin_opens_minutes_before",
+                               "checkin_closes_at", "rotating_online_code", "offline_checkin_enabled", "series_id",
+                               "series_occurrence_date", "is_exception", "template_id", "cancelled_at",
+                               "cancel_reason", "created_by_id", "created_at", "updated_at", "version")},
+        "start_time_local": times.local(row["start_time"], row["timezone"]),
+        "end_time_local": times.local(row["end_time"], row["timezone"]),
+        "status": times.clock_status(row["status"], row["start_time"], row["end_time"], now),
+        "organizer": {"user_id": row["organizer_id"], "display_name": row["organizer_name"]},
+        "check_in": check_in_window(row, now),
+        "required_attendee_count": required,
+        "my_identity": who.value,
+        "my_attendance": mine,
+        "attendance_summary": summary,
+        "qr_code_online": refs.get("online"),
+        "qr_code_offline": refs.get("offline"),
+    }
+
+
+PUBLIC_SQL = """
+    SELECT id, title, location, city, start_time, end_time, timezone, status, late_grace_minutes,
+           checkin_opens_minutes_before, checkin_closes_at, offline_checkin_enabled, rotating_online_code
+      FROM meeting_attendance.meetings WHERE id = %(id)s AND status <> 'DELETED'
+"""
+
+
+async def public_meeting(reads: Reads, *, meeting_id: str, now: datetime) -> dict[str, Any]:
+    row = await reads.one(PUBLIC_SQL, {"id": valid_meeting_id(meeting_id)})
+    if row is None:
+        raise errors.MeetingNotFound()
+    return {**{k: row[k] for k in ("id", "title", "location", "city", "start_time", "end_time", "timezone",
+                                   "late_grace_minutes")},
+            "start_time_local": times.local(row["start_time"], row["timezone"]),
+            "end_time_local": times.local(row["end_time"], row["timezone"]),
+            "status": times.clock_status(row["status"], row["start_time"], row["end_time"], now),
+            "check_in": check_in_window(row, now)}
+
+
+# --- lists -----------------------------------------------------------------------------------------------
+
+LIST_KEYSET = SqlKeyset(("m.start_time", "m.id"), (datetime, str))
+_LIST_COLUMNS = """
+    m.id, m.title, m.location, m.city, m.start_time, m.end_time, m.timezone, m.status, m.series_id,
+    m.organizer_id, m.created_by_id, mine.status AS my_attendance_status,
+    EXISTS (SELECT 1 FROM meeting_attendance.meeting_required_attendees r
+             WHERE r.meeting_id = m.id AND r.user_id = %(caller)s) AS is_required,
+    mine.id AS my_attendance_id
+"""
+# "Mine": what the caller created, organizes, is required at, or checked in to (each arm on its own index).
+MINE_SQL = f"""
+    WITH k AS (
+        SELECT meeting_id AS id FROM meeting_attendance.meeting_required_attendees WHERE user_id = %(caller)s
+        UNION SELECT id FROM meeting_attendance.meetings WHERE organizer_id = %(caller)s AND status <> 'DELETED'
+        UNION SELECT id FROM meeting_attendance.meetings WHERE created_by_id = %(caller)s AND status <> 'DELETED'
+        UNION SELECT meeting_id FROM meeting_attendance.attendances WHERE user_id = %(caller)s AND status <> 'VOIDED'
+    )
+    SELECT {_LIST_COLUMNS}
+      FROM k JOIN meeting_attendance.meetings m ON m.id = k.id
+      LEFT JOIN meeting_attendance.attendances mine
+             ON mine.meeting_id = m.id AND mine.user_id = %(caller)s AND mine.status <> 'VOIDED'
+     WHERE m.status <> 'DELETED' AND {{filters}} AND {{after}}
+     ORDER BY {{order}} LIMIT %(limit)s
+"""  # noqa: S608  (constants of this module)
+ALL_SQL = f"""
+    SELECT {_LIST_COLUMNS}
+      FROM meeting_attendance.meetings m
+      LEFT JOIN meeting_attendance.attendances mine
+             ON mine.meeting_id = m.id AND mine.user_id = %(caller)s AND mine.status <> 'VOIDED'
+     WHERE m.status <> 'DELETED' AND {{filters}} AND {{after}}
+     ORDER BY {{order}} LIMIT %(limit)s
+"""  # noqa: S608  (constants of this module)
+STATUS_FILTERS = {
+    "SCHEDULED": "m.status = 'ACTIVE' AND m.start_time > %(now)s",
+    "IN_PROGRESS": "m.status = 'ACTIVE' AND m.start_time <= %(now)s AND m.end_time > %(now)s",
+    "COMPLETED": "m.status = 'ACTIVE' AND m.end_time <= %(now)s",
+    "CANCELLED": "m.status = 'CANCELLED'",
+}
+
+
+def summary_row(row: Row, principal: Principal, now: datetime) -> dict[str, Any]:
+    who = identity(row, principal)
+    return {**{k: row[k] for k in ("id", "title", "location", "city", "start_time", "end_time", "timezone",
+                                   "series_id", "organizer_id", "my_attendance_status")},
+            "start_time_local": times.local(row["start_time"], row["timezone"]),
+            "status": times.clock_status(row["status"], row["start_time"], row["end_time"], now),
+            "my_identity": who.value if who else "none"}
+
+
+async def meetings(reads: Reads, *, principal: Principal, scope: str, start: datetime | None, end: datetime | None,
+                   status: str | None, series_id: uuid.UUID | None, page: PageParams,
+                   now: datetime) -> tuple[list[dict[str, Any]], str | None]:
+    """Meetings by start time (keyset). Managers may ask for all; everyone else sees their own."""
+    filters, params = ["TRUE"], {"caller": principal.id, "now": now}
+    if start is not None:
+        filters.append("m.start_time >= %(from)s")
+        params["from"] = start
+    if end is not None:
+        filters.append("m.start_time < %(to)s")
+        params["to"] = end
+    if status is not None:
+        filters.append(STATUS_FILTERS[status])
+    if series_id is not None:
+        filters.append("m.series_id = %(series_id)s")
+        params["series_id"] = series_id
+    after, after_params = LIST_KEYSET.after(page)
+    template = ALL_SQL if scope == "all" and is_manager(principal) else MINE_SQL
+    rows = await reads.all(template.format(filters=" AND ".join(filters), after=after, order=LIST_KEYSET.order_by),
+                           {**params, **after_params, "limit": LIST_KEYSET.fetch_limit(page)})
+    items, cursor = LIST_KEYSET.page(rows, page, key=lambda r: (r["start_time"], r["id"]))
+    return [summary_row(r, principal, now) for r in items], cursor  # type: ignore[arg-type]
+
+
+ATTENDEES_KEYSET = SqlKeyset(("u.display_name", "r.user_id"), (str, uuid.UUID))
+ATTENDEES_SQL = """
+    WITH caller AS ({meeting}),
+    page AS (
+        SELECT r.user_id, u.display_name, u.email, u.status AS account_status, r.added_at
+          FROM meeting_attendance.meeting_required_attendees r
+          JOIN iam.user_account u ON u.id = r.user_id
+         WHERE r.meeting_id = %(id)s AND {after} AND EXISTS (SELECT 1 FROM caller)
+         ORDER BY {order} LIMIT %(limit)s)
+    SELECT caller.*, page.user_id AS attendee_id, page.display_name AS attendee_name, page.email AS attendee_email,
+           page.account_status, page.added_at
+      FROM caller LEFT JOIN page ON TRUE ORDER BY page.display_name, page.user_id
+"""
+
+
+async def required_attendees(reads: Reads, *, meeting_id: str, principal: Principal,
+                             page: PageParams) -> tuple[list[dict[str, Any]], str | None]:
+    after, params = ATTENDEES_KEYSET.after(page)
+    sql = ATTENDEES_SQL.format(meeting=MEETING_SQL, after=after, order=ATTENDEES_KEYSET.order_by)
+    rows = await reads.all(sql, {"id": valid_meeting_id(meeting_id), "caller": principal.id,
+                                 "limit": ATTENDEES_KEYSET.fetch_limit(page), **params})
+    who = require(rows[0] if rows else None, principal, Action.VIEW)
+    if who == Identity.EXTERNAL:
+        raise errors.MeetingActionForbidden(action="list-attendees", identity=who.value)
+    found = [{"user_id": r["attendee_id"], "display_name": r["attendee_name"], "email": r["attendee_email"],
+              "account_status": r["account_status"], "added_at": r["added_at"]}
+             for r in rows if r["attendee_id"] is not None]
+    items, cursor = ATTENDEES_KEYSET.page(found, page, key=lambda r: (r["display_name"], r["user_id"]))
+    return items, cursor  # type: ignore[return-value]
+
+
+CODE_SQL = """
+    WITH caller AS ({meeting})
+    SELECT caller.*, q.payload, q.svg, q.png, q.generated_at
+      FROM caller LEFT JOIN meeting_attendance.meeting_qr_codes q ON q.meeting_id = caller.id AND q.mode = %(mode)s
+"""
+
+
+async def qr_code(reads: Reads, *, meeting_id: str, mode: str, principal: Principal) -> Row:
+    """The stored code of one mode (managers, the creator and the organizer: they run the room, D-06)."""
+    row = await reads.one(CODE_SQL.format(meeting=MEETING_SQL), {"id": valid_meeting_id(meeting_id),
+                                                                  "caller": principal.id, "mode": mode})
+    require(row, principal, Action.SHOW_CODES)
+    assert row is not None
+    if row["payload"] is None:
+        raise errors.MeetingNotFound()
+    return row

@@ -1,0 +1,223 @@
+"""Routes of meetings: /api/v1/meeting-attendance/meetings (API.md "Meeting attendance")."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, Header, Query, Request, Response, status
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenet.deps import NowDep, SessionDep, SettingsDep, reads
+from tenet.deps import now as clock_now
+from tenet.iam.auth import require
+from tenet.iam.principal import Principal
+from tenet.kernel.http import etag, if_match_version, json_response, problem_responses
+from tenet.kernel.pagination import Page, PageParams, page_params
+from tenet.kernel.reads import BoundReads
+from tenet.kernel.settings import KernelSettings, section
+from tenet.meetings import codes, errors, queries, service
+from tenet.meetings.http import router
+from tenet.meetings.permissions import Permission
+from tenet.meetings.schemas import (
+    AttendeeRead,
+    ClockStatus,
+    DisplayCode,
+    MeetingCancel,
+    MeetingCreate,
+    MeetingRead,
+    MeetingSummary,
+    MeetingUpdate,
+    Mode,
+    QrCodesRegenerated,
+    RequiredAttendees,
+    RequiredAttendeesResult,
+)
+from tenet.meetings.settings import MeetingSettings
+
+Reader = Annotated[Principal, Depends(require(Permission.READ))]
+Creator = Annotated[Principal, Depends(require(Permission.CREATE))]
+Updater = Annotated[Principal, Depends(require(Permission.UPDATE))]
+Deleter = Annotated[Principal, Depends(require(Permission.DELETE))]
+PageDep = Annotated[PageParams, Depends(page_params)]
+IfMatch = Annotated[str | None, Header(alias="If-Match", description='The meeting\'s ETag ("<version>")')]
+
+
+def base_url(settings: KernelSettings) -> str:
+    return section(settings, KernelSettings).public_base_url
+
+
+async def meeting_answer(session: AsyncSession, meeting_id: str, principal: Principal, now: datetime,
+                         settings: KernelSettings, *, status_code: int = 200) -> Response:
+    """The MeetingRead of a meeting just written, read inside the writing transaction (the read path would not
+    see it before the commit)."""
+    row = await queries.meeting(BoundReads(await session.connection()), meeting_id=meeting_id, principal=principal,
+                                now=now, base_url=base_url(settings))
+    return json_response(MeetingRead.model_validate(row), status_code=status_code,
+                         headers={"ETag": etag(row["version"])})
+
+
+@router.post("/meetings", status_code=status.HTTP_201_CREATED, response_model=MeetingRead,
+             summary="Create a meeting (managers)",
+             description="With its required attendees (system users only) and both QR codes. A `template_id` "
+                         "fills every absent field and adds the template's attendees (inactive ones are skipped "
+                         "and listed in the `X-Skipped-Attendees` header).",
+             responses=problem_responses(404, 409, 422))
+async def create_meeting(body: MeetingCreate, user: Creator, session: SessionDep, now: NowDep,
+                         settings: SettingsDep) -> Response:
+    fields = body.model_dump(exclude={"required_attendee_ids", "template_id"}, exclude_unset=True)
+    meeting, skipped = await service.create_meeting(
+        session, actor_id=user.id, fields=fields, attendee_ids=body.required_attendee_ids,
+        template_id=body.template_id, policy=service.MeetingPolicy.from_settings(settings), now=now)
+    response = await meeting_answer(session, meeting.id, user, now, settings, status_code=201)
+    response.headers["Location"] = f"{queries.BASE}/meetings/{meeting.id}"
+    if skipped:
+        response.headers["X-Skipped-Attendees"] = ",".join(str(s) for s in skipped)
+    return response
+
+
+@router.get("/meetings", response_model=Page[MeetingSummary], summary="Meetings by start time",
+            description="Your meetings (created, organized, required at, checked in to); managers may ask "
+                        "`scope=all`. `from`/`to` bound the start time (half-open).",
+            responses=problem_responses(400, 422))
+async def list_meetings(
+    user: Reader, request: Request, params: PageDep,
+    scope: Annotated[str, Query(pattern="^(mine|all)$")] = "mine",
+    start: Annotated[datetime | None, Query(alias="from")] = None,
+    end: Annotated[datetime | None, Query(alias="to")] = None,
+    status_filter: Annotated[ClockStatus | None, Query(alias="status")] = None,
+    series_id: uuid.UUID | None = None,
+) -> Response:
+    for value in (start, end):
+        if value is not None and value.tzinfo is None:
+            raise errors.ReportRangeInvalid("from and to must carry a UTC offset")
+    if start is not None and end is not None and end <= start:
+        raise errors.ReportRangeInvalid("to must be after from")
+    rows, cursor = await queries.meetings(reads(request), principal=user, scope=scope, start=start, end=end,
+                                          status=status_filter.value if status_filter else None,
+                                          series_id=series_id, page=params, now=clock_now(request))
+    return json_response(Page[MeetingSummary](items=[MeetingSummary.model_validate(r) for r in rows],
+                                              next_cursor=cursor))
+
+
+@router.get("/meetings/{meeting_id}", response_model=MeetingRead, summary="One meeting",
+            description="Managers see every meeting; others the ones they created, organize, are required at or "
+                        "checked in to (404 otherwise). Counts and codes are shown to managers, the creator and "
+                        "the organizer.")
+async def get_meeting(meeting_id: str, user: Reader, request: Request) -> Response:
+    row = await queries.meeting(reads(request), meeting_id=meeting_id, principal=user, now=clock_now(request),
+                                base_url=base_url(request.app.state.settings))
+    return json_response(MeetingRead.model_validate(row), headers={"ETag": etag(row["version"])})
+
+
+@router.patch("/meetings/{meeting_id}", response_model=MeetingRead, summary="Change a meeting (managers)",
+              description="Absent fields are unchanged. `If-Match` (the ETag) makes the change conditional (412 "
+                          "`PRECONDITION_FAILED`). Moving the start or the grace recomputes who was late; an "
+                          "occurrence edited alone becomes an exception of its series.",
+              responses=problem_responses(409, 412, 422))
+async def update_meeting(meeting_id: str, body: MeetingUpdate, user: Updater, session: SessionDep, now: NowDep,
+                         settings: SettingsDep, if_match: IfMatch = None) -> Response:
+    await service.update_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id,
+                                 changes=body.model_dump(exclude_unset=True),
+                                 expected_version=if_match_version(if_match), now=now)
+    return await meeting_answer(session, meeting_id, user, now, settings)
+
+
+@router.delete("/meetings/{meeting_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete a meeting",
+               description="Soft delete: the meeting answers 404 from now on; its attendances stay for history.")
+async def delete_meeting(meeting_id: str, user: Deleter, session: SessionDep, now: NowDep) -> None:
+    await service.delete_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id, now=now)
+
+
+@router.post("/meetings/{meeting_id}/cancel", response_model=MeetingRead, summary="Cancel a meeting (final)",
+             description="Check-ins are refused from then on (409 `MEETING_CANCELLED`); a cancelled meeting can "
+                         "still be deleted, not reopened.", responses=problem_responses(409, 422))
+async def cancel_meeting(meeting_id: str, user: Updater, session: SessionDep, now: NowDep, settings: SettingsDep,
+                         body: MeetingCancel | None = None) -> Response:
+    await service.cancel_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id,
+                                 reason=body.reason if body else None, now=now)
+    return await meeting_answer(session, meeting_id, user, now, settings)
+
+
+@router.get("/meetings/{meeting_id}/required-attendees", response_model=Page[AttendeeRead],
+            summary="Required attendees, by name", responses=problem_responses(400, 403))
+async def list_required_attendees(meeting_id: str, user: Reader, request: Request, params: PageDep) -> Response:
+    rows, cursor = await queries.required_attendees(reads(request), meeting_id=meeting_id, principal=user,
+                                                    page=params)
+    return json_response(Page[AttendeeRead](items=[AttendeeRead.model_validate(r) for r in rows],
+                                            next_cursor=cursor))
+
+
+@router.put("/meetings/{meeting_id}/required-attendees", response_model=RequiredAttendeesResult,
+            summary="Replace the required attendees (system users only)",
+            description="Unknown ids answer 422 `ATTENDEE_NOT_FOUND`; disabled or deleted accounts 409 "
+                        "`ACCOUNT_NOT_ACTIVE`. `If-Match` takes the meeting's ETag.",
+            responses=problem_responses(409, 412, 422))
+async def set_required_attendees(meeting_id: str, body: RequiredAttendees, user: Updater, session: SessionDep,
+                                 now: NowDep, if_match: IfMatch = None) -> RequiredAttendeesResult:
+    listed, added, removed = await service.set_required_attendees(
+        session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id, user_ids=body.user_ids,
+        expected_version=if_match_version(if_match), now=now)
+    return RequiredAttendeesResult(user_ids=listed, added=added, removed=removed)
+
+
+def rotating_codes(request: Request) -> codes.RotatingCodes:
+    """One signer per process (the key derivation runs once)."""
+    signer = getattr(request.app.state, "meeting_rotating_codes", None)
+    if signer is None:
+        settings = request.app.state.settings
+        signer = codes.RotatingCodes(section(settings, KernelSettings).signing_key(),
+                                     section(settings, MeetingSettings).rotating_code_seconds)
+        request.app.state.meeting_rotating_codes = signer
+    return signer
+
+
+@router.get("/meetings/{meeting_id}/qrcode", summary="A QR code image (managers, creator, organizer)",
+            description="The stored code of the mode, as SVG or PNG. For a meeting with a rotating online code, "
+                        "the online image carries the current code (not cached).",
+            responses={200: {"content": {"image/svg+xml": {}, "image/png": {}}}, **problem_responses(403)})
+async def get_qr_code(meeting_id: str, user: Reader, request: Request, mode: Mode = Mode.ONLINE,
+                      image_format: Annotated[str, Query(alias="format", pattern="^(svg|png)$")] = "svg") -> Response:
+    row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode.value, principal=user)
+    media = "image/svg+xml" if image_format == "svg" else "image/png"
+    if mode == Mode.ONLINE and row["rotating_online_code"]:
+        url = f"{row['payload']}&code={rotating_codes(request).code(row['id'], clock_now(request))}"
+        rendered = codes.render(url)
+        body = rendered.svg.encode() if image_format == "svg" else rendered.png
+        return Response(body, media_type=media, headers={"Cache-Control": "no-store"})
+    tag = f'"{int(row["generated_at"].timestamp() * 1000)}-{image_format}"'
+    if request.headers.get("if-none-match") == tag:
+        return Response(status_code=304, headers={"ETag": tag})
+    body = row["svg"].encode() if image_format == "svg" else bytes(row["png"])
+    return Response(body, media_type=media, headers={"ETag": tag, "Cache-Control": "private, no-cache"})
+
+
+@router.get("/meetings/{meeting_id}/display-code", response_model=DisplayCode,
+            summary="The code the display page shows (managers, creator, organizer)",
+            description="For a rotating online code: the current address with its signed code, when it expires "
+                        "and when to ask again.", responses=problem_responses(403))
+async def get_display_code(meeting_id: str, user: Reader, request: Request, mode: Mode = Mode.ONLINE) -> Response:
+    row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode.value, principal=user)
+    if mode == Mode.ONLINE and row["rotating_online_code"]:
+        signer, now = rotating_codes(request), clock_now(request)
+        url = f"{row['payload']}&code={signer.code(row['id'], now)}"
+        answer = DisplayCode(mode=mode, url=url, svg=codes.render(url).svg, expires_at=signer.expires_at(now),
+                             refresh_after_seconds=max(1, int((signer.expires_at(now) - now).total_seconds())))
+    else:
+        answer = DisplayCode(mode=mode, url=row["payload"], svg=row["svg"], expires_at=None,
+                             refresh_after_seconds=None)
+    return json_response(answer, headers={"Cache-Control": "no-store"})
+
+
+@router.post("/meetings/{meeting_id}/qrcode/regenerate", response_model=QrCodesRegenerated,
+             summary="Regenerate both stored codes from the current TENET_PUBLIC_BASE_URL",
+             description="The addresses never change path (printed codes keep working); this rewrites the images "
+                         "after a change of the public base URL (spec: regenerate after migration).")
+async def regenerate_codes(meeting_id: str, user: Updater, session: SessionDep, now: NowDep,
+                           settings: SettingsDep) -> QrCodesRegenerated:
+    url = base_url(settings)
+    await service.regenerate_codes(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id,
+                                   base_url=url, now=now)
+    refs = queries.code_refs(meeting_id, now, url)
+    return QrCodesRegenerated.model_validate(refs)

@@ -1,0 +1,50 @@
+"""Time model of spec 001 (§时间模型层): instants in UTC plus an IANA zone for local rendering; statuses that
+depend on the clock are computed, never stored (MA-INV-03); durations are elapsed time (D-03, D-14)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from tenet.meetings import errors
+
+
+@lru_cache(maxsize=512)
+def zone(name: str) -> ZoneInfo:
+    """The zone, or TIMEZONE_INVALID. Only IANA names (`Area/City`, `UTC`): abbreviations such as PST are
+    ambiguous and refused (MA-INV-02)."""
+    if not name or ("/" not in name and name not in ("UTC", "Etc/UTC")):
+        raise errors.TimezoneInvalid(timezone=name[:64])
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise errors.TimezoneInvalid(timezone=name[:64]) from None
+
+
+def local(instant: datetime, zone_name: str) -> str:
+    return instant.astimezone(zone(zone_name)).isoformat()
+
+
+def clock_status(status: str, start: datetime, end: datetime, now: datetime) -> str:
+    if status == "CANCELLED":
+        return "CANCELLED"
+    if now < start:
+        return "SCHEDULED"
+    return "IN_PROGRESS" if now < end else "COMPLETED"
+
+
+def window(start: datetime, end: datetime, opens_minutes: int, closes_at: datetime | None) -> tuple[datetime, datetime]:
+    """The check-in window, half-open [opens, closes) (D-14)."""
+    return start - timedelta(minutes=opens_minutes), closes_at or end
+
+
+def check_times(start: datetime, end: datetime, opens_minutes: int, closes_at: datetime | None) -> None:
+    """MA-INV-02 before the database says it (MEETING_TIME_INVALID with the reason)."""
+    if end <= start:
+        raise errors.MeetingTimeInvalid("The meeting must end after it starts", reason="end_not_after_start")
+    if end - start > timedelta(days=7):
+        raise errors.MeetingTimeInvalid("A meeting lasts at most 7 days", reason="too_long")
+    opens, _ = window(start, end, opens_minutes, None)
+    if closes_at is not None and closes_at <= opens:
+        raise errors.MeetingTimeInvalid("Check-in must close after it opens", reason="window_closes_before_opening")

@@ -1,0 +1,52 @@
+"""Property-based fuzzing of the meeting-attendance routes from the service's own OpenAPI document: no 5xx, and
+every answer (status, content type, body) is one the document describes. Runs against the real server process,
+as an administrator who owns real meetings (so ids in paths are sometimes real ones)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tenet.app import create_app
+from tests.conftest import test_settings
+
+pytestmark = pytest.mark.live_server
+
+schema = schemathesis.openapi.from_dict(create_app(test_settings()).openapi()).include(
+    path_regex=r"^/api/v1/meeting-attendance/"
+)
+
+
+@pytest.fixture(scope="module")
+def real_meeting(live_server, live_admin_token) -> str:
+    """A meeting of the administrator, open for check-in now."""
+    start = datetime.now(UTC) - timedelta(minutes=5)
+    response = httpx.post(f"{live_server.url}/api/v1/meeting-attendance/meetings",
+                          headers={"Authorization": f"Bearer {live_admin_token}"},
+                          json={"title": "Fuzzed", "start_time": start.isoformat(),
+                                "end_time": (start + timedelta(hours=2)).isoformat()})
+    response.raise_for_status()
+    return response.json()["id"]
+
+
+@schema.parametrize()
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+def test_meeting_routes_never_answer_5xx(case, live_server, live_admin_token, real_meeting):
+    if "meeting_id" in (case.path_parameters or {}) and case.path_parameters["meeting_id"][:1] in "0123456789abcdef":
+        case.path_parameters["meeting_id"] = real_meeting  # half of the cases hit a real meeting
+    case.call_and_validate(
+        base_url=live_server.url,
+        headers={"Authorization": f"Bearer {live_admin_token}"},
+        checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],
+    )
+

@@ -1,0 +1,33 @@
+"""`tenet demo` adds meetings, a series, check-ins and a guest, keeping every rule, and is safe to run again."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import psycopg
+
+from tenet.db import migrate
+from tenet.demo import load_demo
+from tests.conftest import test_settings
+
+
+def test_demo_meetings_are_created_once_and_keep_every_rule(scratch_database, tmp_path):
+    url = scratch_database("ma_demo")
+    migrate.upgrade(url)
+    settings = test_settings(data_dir=tmp_path)
+    first = asyncio.run(load_demo(settings, url))
+    second = asyncio.run(load_demo(settings, url))
+    assert any(line.startswith("created meetings 'Demo: all-hands'") for line in first)
+    assert "kept meeting demo data ('Demo: all-hands')" in second
+    with psycopg.connect(url) as connection:
+        meetings = connection.execute("SELECT count(*) FROM meeting_attendance.meetings").fetchone()[0]
+        statuses = dict(connection.execute(
+            "SELECT status, count(*) FROM meeting_attendance.attendances GROUP BY status").fetchall())
+        guests = connection.execute("SELECT count(*) FROM meeting_attendance.guests").fetchone()[0]
+    assert meetings == 8 and guests == 1
+    assert statuses["EXCUSED"] == 1 and statuses.get("PRESENT", 0) + statuses.get("LATE", 0) >= 4
+    result = subprocess.run([sys.executable, "-m", "tenet", "invariants", "check", "--database-url", url],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
