@@ -47,6 +47,7 @@ async def load_demo(settings: KernelSettings, url: str) -> list[str]:
                     else:
                         lines.append(f"kept {email}")
                 lines.append(await _load_workspace_demo(session, settings, now))
+                lines.append(await _load_social_demo(session, settings, now))
     finally:
         await db.dispose()
     return lines
@@ -73,3 +74,17 @@ async def _load_workspace_demo(session, settings: KernelSettings, now) -> str:
                                                policy=policy, now=now)
     return (f"created workspace {DEMO_WORKSPACE!r} owned by {DEMO_USERS[0][0]} with 2 members and a pending "
             f"invitation to {DEMO_PENDING_INVITATION}")
+
+
+async def _load_social_demo(session, settings: KernelSettings, now) -> str:
+    """Friends, a group, shared items, an inbox and todos among the demo users (tenet.social.demo)."""
+    from tenet.social import demo as social_demo
+
+    people = []
+    for email, _, _ in DEMO_USERS:
+        person = await iam_service.find_user_by_email(session, email)
+        assert person is not None
+        people.append(person.id)
+    manager, leader, employee, agent = people
+    return await social_demo.load(session, manager=manager, leader=leader, employee=employee, agent=agent,
+                                  default_timezone=settings.default_timezone, now=now)

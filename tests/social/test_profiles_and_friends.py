@@ -187,3 +187,13 @@ class TestFriendships:
         message = (await api.ok(api.get(bob, "/inbox")))["items"][0]
         assert (await api.get(cid, f"/inbox/{message['id']}")).status_code == 404
         assert (await api.post(cid, f"/inbox/{message['id']}/read")).status_code == 404
+
+
+async def test_every_social_table_has_the_rls_baseline(db):
+    """KERNEL-INV-03's detector names the kernel's schemas; the social schema is checked here."""
+    async with db.read_only() as session:
+        rows = (await session.execute(text(
+            "SELECT c.relname, c.relrowsecurity, EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = 'social' "
+            "AND p.tablename = c.relname AND p.permissive = 'RESTRICTIVE') FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'social' AND c.relkind = 'r'"))).all()
+    assert len(rows) == 11 and all(rls and policy for _, rls, policy in rows), rows

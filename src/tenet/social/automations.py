@@ -47,6 +47,7 @@ from tenet.kernel.db_errors import add_unique
 from tenet.kernel.errors import DomainError, PreconditionFailed
 from tenet.kernel.transitions import Refusal, transition
 from tenet.social import errors, items, lifecycles, recurrence
+from tenet.social.common import require_active_accounts
 from tenet.social.models import RUN_SLOT_UNIQUE, AutomationJob, AutomationRun
 
 log = logging.getLogger(__name__)
@@ -193,6 +194,7 @@ async def create_job(session: AsyncSession, *, owner_id: uuid.UUID, name: str, j
     params = validated_params(job_type, params)
     if (schedule_type == "weekly") != (schedule_weekday is not None):
         raise _invalid(["schedule_weekday"], "a weekly job needs a weekday (1 = Monday .. 7), a daily one none")
+    await require_active_accounts(session, [owner_id])
     # The owner's profile row serialises the count of their jobs.
     await session.execute(text("SELECT 1 FROM social.profiles WHERE id = :u FOR UPDATE"), {"u": owner_id})
     count = (await session.execute(text("SELECT count(*) FROM social.automation_jobs WHERE owner_id = :u"),
@@ -243,10 +245,12 @@ async def update_job(session: AsyncSession, *, job_id: uuid.UUID, owner_id: uuid
         probe = AutomationJob(schedule_type=schedule_type, schedule_time=values.get("schedule_time", job.schedule_time),
                               schedule_weekday=weekday)
         values["next_run_at"] = _slot_of(probe, now, await zone_of(session, owner_id, default_timezone))
+    # The job row is locked (`_own`): the version cannot move under us; the condition states what we read.
     statement = (AutomationJob.__table__.update()
                  .where(AutomationJob.id == job_id, AutomationJob.version == job.version)
                  .values(version=AutomationJob.version + 1, updated_at=now, **values))
-    await session.execute(statement)
+    if (await session.execute(statement)).rowcount != 1:
+        raise PreconditionFailed(current_version=job.version)
     await audit.record(session, action="social.automation.updated", actor=Actor.user(owner_id),
                        subject=("automation_job", job_id), now=now, data={"fields": sorted(changes)})
     refreshed = await session.get(AutomationJob, job_id, populate_existing=True)

@@ -82,6 +82,7 @@ async def request(session: AsyncSession, *, user_id: uuid.UUID, target_id: uuid.
 
     if target_id == user_id:
         raise errors.FriendRequestToSelf()
+    await require_active_accounts(session, [user_id])
     try:
         await require_active_accounts(session, [target_id])
     except AccountNotActive:

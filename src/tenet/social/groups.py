@@ -155,6 +155,7 @@ async def invite(session: AsyncSession, *, group_id: uuid.UUID, actor_id: uuid.U
     open per group and person)."""
     from tenet.iam.errors import AccountNotActive
 
+    await require_active_accounts(session, [actor_id])
     try:
         await require_active_accounts(session, sorted({user_id}))
     except AccountNotActive:

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenet.kernel.errors import DomainError
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.social import errors, friends, groups, items, lifecycles
+from tenet.social.common import require_active_accounts
 from tenet.social.models import Group, InboxMessage
 
 
@@ -56,6 +57,9 @@ async def answer(session: AsyncSession, *, message_id: uuid.UUID, user_id: uuid.
                  max_members: int, now: datetime) -> tuple[InboxMessage, dict[str, object] | None]:
     """Accept or reject an actionable message, performing its linked action (SOC-INV-15). Answers the message
     and, on accept, the effect: {type: friendship | group_member | subscription, id}."""
+    if accept:
+        # Accepting makes the recipient hold something (a friendship, a membership, a subscription).
+        await require_active_accounts(session, [user_id])
     message = await _own(session, message_id, user_id)
     if not message.actionable:
         raise errors.InboxMessageNotActionable()

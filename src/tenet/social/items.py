@@ -152,6 +152,7 @@ async def create_item(session: AsyncSession, *, owner_id: uuid.UUID, title: str,
                       source_type: str, status: str, now: datetime) -> ScheduleItem:
     series = recurrence.check_series(start_at=start_at, end_at=end_at, timezone=timezone,
                                      recurrence_rule=recurrence_rule)
+    await require_active_accounts(session, [owner_id])
     item = ScheduleItem(id=uuid.uuid4(), owner_id=owner_id, title=title, description=description, start_at=start_at,
                         end_at=end_at, timezone=timezone, recurrence_rule=series.rule,
                         series_end_at=series.series_end_at, source_type=source_type, status=status, version=1,
@@ -270,6 +271,7 @@ async def share(session: AsyncSession, *, item_id: uuid.UUID, actor_id: uuid.UUI
     """Offer the item to a user (a pending subscription and an actionable inbox message: D-14), or share it
     with a group the caller is a current member of (active at once; an informational message to each active
     member). Needs `invite`; grants at most what the caller holds."""
+    await require_active_accounts(session, [actor_id])
     if subject_type == "user" and subject_id != actor_id:
         await _require_recipient(session, subject_id)
     decision = await decide(session, item_id, actor_id)

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenet.kernel.errors import DomainError, PreconditionFailed
 from tenet.kernel.transitions import Refusal, transition
 from tenet.social import errors, items, lifecycles, recurrence
+from tenet.social.common import require_active_accounts
 from tenet.social.models import ScheduleItem, Todo
 
 MAX_EXTRACTED = 200
@@ -48,6 +49,7 @@ async def _check_sources(session: AsyncSession, owner_id: uuid.UUID, source_ids:
 
 async def create_todo(session: AsyncSession, *, owner_id: uuid.UUID, title: str, description: str | None,
                       due_at: datetime | None, priority: str, source_ids: list[uuid.UUID], now: datetime) -> Todo:
+    await require_active_accounts(session, [owner_id])
     sources = await _check_sources(session, owner_id, source_ids)
     todo = Todo(id=uuid.uuid4(), owner_id=owner_id, title=title, description=description, due_at=due_at,
                 priority=priority, source_ids=sources, status="pending", version=1, created_at=now, updated_at=now,
@@ -141,6 +143,7 @@ async def extract(session: AsyncSession, *, owner_id: uuid.UUID, item_ids: list[
     of the requested occurrences, the ids created now and the ids that already existed."""
     if window is not None and (window[1] <= window[0] or window[1] - window[0] > MAX_WINDOW):
         raise errors.ScheduleWindowInvalid("from < to, at most 31 days apart")
+    await require_active_accounts(session, [owner_id])
     ids = list(dict.fromkeys(item_ids))
     seen = await items.viewable(session, ids, owner_id)
     missing = [i for i in ids if i not in seen]
