@@ -177,6 +177,9 @@ class TestScheduling:
         assert (await api.get(bob, f"/automations/{job['id']}")).status_code == 404
         assert (await api.post(bob, f"/automations/{job['id']}/run-now")).status_code == 404
         assert (await api.get(bob, f"/automations/{job['id']}/runs")).status_code == 404
+        listed = await api.ok(api.get(ann, "/automations", status="active"))
+        assert [j["id"] for j in listed["items"]] == [job["id"]]
+        assert (await api.ok(api.get(bob, "/automations")))["items"] == []
         types = await api.ok(api.get(ann, "/automation-job-types"))
         assert {t["job_type"] for t in types} == {"todo_digest", "schedule_reminder", "todo_from_schedule"}
 

@@ -33,10 +33,15 @@ AGENT_COLUMNS = "id, user_id, llm_id, agent_type, status, capability_version, co
 async def update_profile(session: AsyncSession, *, user_id: uuid.UUID, changes: dict[str, Any],
                          now: datetime) -> dict[str, Any]:
     sets = ", ".join(f"{name} = :{name}" for name in changes if name in ("username", "avatar_url", "bio"))
-    row = (await session.execute(text(
-        f"UPDATE social.profiles SET {sets + ', ' if sets else ''}version = version + 1, updated_at = :now, "  # noqa: S608
-        f"updated_by = :me WHERE id = :me AND deleted_at IS NULL RETURNING {PROFILE_COLUMNS}"),
-        {**changes, "now": now, "me": user_id})).mappings().one_or_none()
+    try:
+        async with session.begin_nested():
+            row = (await session.execute(text(
+                f"UPDATE social.profiles SET {sets + ', ' if sets else ''}version = version + 1, "  # noqa: S608
+                f"updated_at = :now, updated_by = :me WHERE id = :me AND deleted_at IS NULL "
+                f"RETURNING {PROFILE_COLUMNS}"), {**changes, "now": now, "me": user_id})).mappings().one_or_none()
+    except IntegrityError as exc:
+        # The CHECKs are the arbiter of shapes the schema lets through (a trailing space after trimming rules).
+        raise ValidationFailed(f"the profile breaks {violated_constraint(exc)}") from None
     if row is None:
         raise errors.ProfileNotFound()
     return dict(row)

@@ -336,8 +336,10 @@ JOB_COLUMNS = """j.id, j.owner_id, j.name, j.job_type, j.target_type, j.target_i
                  j.next_run_at, j.updated_at, j.version,
                  coalesce(p.settings #>> '{preferences,timezone}', %(tz)s) AS timezone"""
 JOBS_KEYSET = SqlKeyset(("j.created_at", "j.id"), (datetime, uuid.UUID))
+# Formatted again at the call (status, keyset): the braces of the JSON path are doubled for that.
 JOBS_SQL = f"""
-    SELECT {JOB_COLUMNS} FROM social.automation_jobs j LEFT JOIN social.profiles p ON p.id = j.owner_id
+    SELECT {JOB_COLUMNS.replace("{", "{{").replace("}", "}}")}
+      FROM social.automation_jobs j LEFT JOIN social.profiles p ON p.id = j.owner_id
      WHERE j.owner_id = %(me)s AND {{status}} AND {{after}} ORDER BY {{order}} LIMIT %(limit)s
 """
 JOB_SQL = f"""

@@ -27,6 +27,8 @@ from tenet.social import errors
 MAX_COUNT = 1000
 MAX_INTERVAL = 365
 MAX_OCCURRENCES_PER_WINDOW = 1000
+# Far enough for any calendar; keeps every expansion and sum of a duration inside Python's datetime range.
+MIN_YEAR, MAX_YEAR = 1900, 2200
 _ALLOWED_PARTS = {"FREQ", "INTERVAL", "COUNT", "UNTIL", "BYDAY", "BYMONTHDAY", "BYMONTH", "BYYEARDAY", "BYWEEKNO",
                   "BYSETPOS", "WKST"}
 _PART = re.compile(r"^[A-Z]+=[A-Za-z0-9,+-]+$")
@@ -102,6 +104,8 @@ def check_series(*, start_at: datetime, end_at: datetime, timezone: str, recurre
     tz = zone(timezone)
     if start_at.tzinfo is None or end_at.tzinfo is None:
         raise errors.ScheduleItemInvalid("start_at and end_at need a time zone offset")
+    if not (start_at.astimezone(UTC).year >= MIN_YEAR and end_at.astimezone(UTC).year <= MAX_YEAR):
+        raise errors.ScheduleItemInvalid(f"items lie between the years {MIN_YEAR} and {MAX_YEAR}")
     if end_at < start_at:
         raise errors.ScheduleItemInvalid("end_at must not be before start_at")
     if end_at - start_at > timedelta(days=366):

@@ -8,16 +8,28 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from tenet.social.permissions import GroupRole
 
+
+def _utf8(value: str) -> str:
+    """Text PostgreSQL can store: a lone surrogate (valid in a JSON string escape, not in UTF-8) is refused."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return value
+
+
+Utf8 = AfterValidator(_utf8)
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200,
-                                         pattern=r"^[^\x00-\x1f\x7f]+$")]
-LongText = Annotated[str, StringConstraints(max_length=10000, pattern=r"^[^\x00]*$")]
-Bio = Annotated[str, StringConstraints(max_length=2000, pattern=r"^[^\x00]*$")]
-HttpsUrl = Annotated[str, StringConstraints(max_length=2048, pattern=r"^https://[^\s\x00]+$")]
-Zone = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+                                         pattern=r"^[^\x00-\x1f\x7f-\x9f]+$"), Utf8]
+LongText = Annotated[str, StringConstraints(max_length=10000, pattern=r"^[^\x00]*$"), Utf8]
+Bio = Annotated[str, StringConstraints(max_length=2000, pattern=r"^[^\x00]*$"), Utf8]
+HttpsUrl = Annotated[str, StringConstraints(max_length=2048, pattern=r"^https://[^\s\x00]+$"), Utf8]
+Zone = Annotated[str, StringConstraints(min_length=1, max_length=64), Utf8]
+Short = Annotated[str, StringConstraints(max_length=2000, pattern=r"^[^\x00]*$"), Utf8]
 Clock = Annotated[str, StringConstraints(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")]
 
 
@@ -147,13 +159,13 @@ class MemberStatus(StrEnum):
 
 class GroupCreate(Strict):
     name: Title
-    description: Annotated[str, StringConstraints(max_length=2000, pattern=r"^[^\x00]*$")] | None = None
+    description: Short | None = None
     visibility: Visibility = Visibility.PRIVATE
 
 
 class GroupUpdate(Strict):
     name: Title | None = None
-    description: Annotated[str, StringConstraints(max_length=2000, pattern=r"^[^\x00]*$")] | None = None
+    description: Short | None = None
     visibility: Visibility | None = None
 
 
@@ -227,7 +239,7 @@ class ItemCreate(Strict):
     start_at: datetime
     end_at: datetime
     timezone: Zone | None = Field(None, description="IANA zone; default: yours (settings)")
-    recurrence_rule: Annotated[str, StringConstraints(max_length=500)] | None = Field(
+    recurrence_rule: Annotated[str, StringConstraints(max_length=500), Utf8] | None = Field(
         None, description="RFC 5545 RRULE value, e.g. FREQ=WEEKLY;BYDAY=MO")
     source_type: SourceType = SourceType.MANUAL
     status: ItemStatus = ItemStatus.ACTIVE
@@ -239,7 +251,7 @@ class ItemUpdate(Strict):
     start_at: datetime | None = None
     end_at: datetime | None = None
     timezone: Zone | None = None
-    recurrence_rule: Annotated[str, StringConstraints(max_length=500)] | None = None
+    recurrence_rule: Annotated[str, StringConstraints(max_length=500), Utf8] | None = None
     source_type: SourceType | None = None
     status: ItemStatus | None = None
 
@@ -452,7 +464,7 @@ class TargetType(StrEnum):
 
 class AutomationCreate(Strict):
     name: Title
-    job_type: Annotated[str, StringConstraints(max_length=50)]
+    job_type: Annotated[str, StringConstraints(max_length=50), Utf8]
     target_type: TargetType = TargetType.USER
     target_id: uuid.UUID | None = None
     params: dict[str, Any] = Field(default_factory=dict)
