@@ -197,3 +197,44 @@ async def test_every_social_table_has_the_rls_baseline(db):
             "AND p.tablename = c.relname AND p.permissive = 'RESTRICTIVE') FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'social' AND c.relkind = 'r'"))).all()
     assert len(rows) == 11 and all(rls and policy for _, rls, policy in rows), rows
+
+
+class TestPublicProfileAndBlocks:
+    async def test_a_profile_is_visible_as_its_privacy_setting_says(self, api, ann, bob, cid):
+        assert (await api.get(bob, f"/users/{ann.id}/profile")).status_code == 404  # default: friends only
+        await api.befriend(ann, bob)
+        assert (await api.ok(api.get(bob, f"/users/{ann.id}/profile")))["username"] == "Ann"
+        assert (await api.get(cid, f"/users/{ann.id}/profile")).status_code == 404
+        await api.ok(api.patch(ann, "/me/settings", {"privacy": {"profile_visible_to": "everyone"}}))
+        assert (await api.get(cid, f"/users/{ann.id}/profile")).status_code == 200
+        await api.ok(api.patch(ann, "/me/settings", {"privacy": {"profile_visible_to": "nobody"}}))
+        assert (await api.get(bob, f"/users/{ann.id}/profile")).status_code == 404
+        assert (await api.get(ann, f"/users/{ann.id}/profile")).status_code == 200
+
+    @pytest.mark.invariant("SOC-INV-05", "SOC-INV-12")
+    async def test_blocking_a_stranger_ends_their_offers(self, api, ann, bob, db):
+        item = await api.item(ann)
+        await api.offer(ann, item["id"], bob, accept=False)
+        blocked = await api.ok(api.post(bob, "/friendships/blocks", {"user_id": str(ann.id)}))
+        assert blocked["status"] == "blocked" and blocked["blocked_by"] == str(bob.id)
+        assert (await api.ok(api.get(bob, "/inbox", status="pending")))["items"] == []
+        again = await api.ok(api.post(bob, "/friendships/blocks", {"user_id": str(ann.id)}))
+        assert again["id"] == blocked["id"]
+        assert code(await api.post(ann, "/friendships/blocks", {"user_id": str(bob.id)})) == "FRIENDSHIP_BLOCKED"
+        assert code(await api.post(ann, f"/schedule-items/{item['id']}/subscriptions",
+                                   {"subject_type": "user", "subject_id": str(bob.id)})) == "RECIPIENT_UNAVAILABLE"
+        await soc_invariants_hold(db)
+
+
+async def test_retention_purges_old_answered_and_read_messages_only(api, ann, bob, clock, db):
+    from tenet.social import inbox
+
+    await api.ok(api.post(ann, "/friendships", {"user_id": str(bob.id)}), 201)
+    message = await api.pending_message(bob, "friend_request")
+    await api.ok(api.post(bob, f"/inbox/{message['id']}/reject"))
+    await api.ok(api.post(bob, "/friendships", {"user_id": str(ann.id)}), 201)  # the decliner asks back
+    clock.advance(timedelta(days=200))
+    counts = await inbox.purge(db, now=clock.now(), retention=timedelta(days=180))
+    assert counts["inbox_messages"] == 1
+    assert (await api.ok(api.get(bob, "/inbox")))["items"] == []
+    assert [m["status"] for m in (await api.ok(api.get(ann, "/inbox")))["items"]] == ["pending"]

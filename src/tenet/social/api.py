@@ -63,6 +63,7 @@ from tenet.social.schemas import (
     MessageStatus,
     MessageType,
     OccurrenceRead,
+    ProfilePublicRead,
     ProfileRead,
     ProfileUpdate,
     RunStatus,
@@ -140,6 +141,14 @@ async def patch_profile(body: ProfileUpdate, user: CurrentUser, session: Session
 def _null_username() -> Exception:
     return ValidationFailed("a required field cannot be null", errors=[{"loc": ["body"], "msg": "cannot be null",
                                                                          "type": "value_error"}])
+
+
+@router.get("/users/{user_id}/profile", response_model=ProfilePublicRead,
+            summary="Another person's profile, as their privacy setting allows (else 404)")
+async def get_public_profile(user_id: uuid.UUID, user: CurrentUser, request: Request) -> Response:
+    row = await queries.one(reads(request), queries.PUBLIC_PROFILE_SQL, {"me": user.id, "id": user_id},
+                            errors.ProfileNotFound)
+    return json_response(ProfilePublicRead.model_validate(row))
 
 
 @router.get("/me/settings", response_model=SettingsRead, summary="Your settings (defaults filled in)")
@@ -280,6 +289,14 @@ for _action in ("accept", "decline", "cancel", "block", "unblock"):
     router.post(f"/friendships/{{friendship_id}}/{_action}", response_model=FriendshipRead,
                 summary=f"{_action.capitalize()} a friendship", responses=problem_responses(409))(
         _friendship_action(_action))
+
+
+@router.post("/friendships/blocks", response_model=FriendshipRead,
+             summary="Block a person (whether or not you have a friendship with them)",
+             responses=problem_responses(409, 422))
+async def block_person(body: FriendshipCreate, user: CurrentUser, session: SessionDep, now: NowDep) -> FriendshipRead:
+    return _friendship_read(await friends.block_person(session, user_id=user.id, target_id=body.user_id, now=now),
+                            user.id)
 
 
 @router.delete("/friendships/{friendship_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Unfriend",

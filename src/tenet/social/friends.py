@@ -160,6 +160,36 @@ async def locked_for(session: AsyncSession, friendship_id: uuid.UUID, user_id: u
     return friendship
 
 
+async def block_person(session: AsyncSession, *, user_id: uuid.UUID, target_id: uuid.UUID,
+                       now: datetime) -> Friendship:
+    """Block someone: the pair's row (made here, born blocked, when the two never had one), then `act`."""
+    if target_id == user_id:
+        raise errors.FriendRequestToSelf("You cannot block yourself")
+    exists = (await session.execute(text("SELECT 1 FROM iam.user_account WHERE id = :u AND status <> 'deleted'"),
+                                    {"u": target_id})).scalar()
+    if exists is None:
+        raise errors.UserNotFound()
+    low, high = pair(user_id, target_id)
+    await session.execute(text("""
+        INSERT INTO social.friendships (id, user_low_id, user_high_id, initiator_id, status, blocked_by, blocked_at,
+                                        version, created_at, updated_at, created_by, updated_by)
+        VALUES (:id, :low, :high, :me, 'blocked', :me, :now, 1, :now, :now, :me, :me)
+        ON CONFLICT (user_low_id, user_high_id) DO NOTHING"""),
+        {"id": uuid.uuid4(), "low": low, "high": high, "me": user_id, "now": now})
+    friendship_id = (await session.execute(text(
+        "SELECT id FROM social.friendships WHERE user_low_id = :low AND user_high_id = :high"),
+        {"low": low, "high": high})).scalar_one()
+    friendship = await _lock(session, friendship_id)
+    assert friendship is not None
+    if friendship.status == "blocked":
+        if friendship.blocked_by != user_id:
+            raise errors.FriendshipBlocked(friendship_id=str(friendship.id))
+        # Born blocked here (or blocked before): no open request, invitation or offer stays between the two.
+        await _end_offers_between(session, low, high, user_id, now)
+        return friendship
+    return await act(session, friendship_id=friendship_id, user_id=user_id, action="block", now=now)
+
+
 _PAST = {"decline": "declined", "cancel": "canceled", "unfriend": "unfriended", "block": "blocked",
          "unblock": "unblocked"}
 

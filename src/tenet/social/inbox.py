@@ -10,15 +10,49 @@ accepted message's action really happened (`inbox_accept_has_effect`).
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.db.database import Database
 from tenet.kernel.errors import DomainError
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.social import errors, friends, groups, items, lifecycles
 from tenet.social.common import require_active_accounts
 from tenet.social.models import Group, InboxMessage
+
+PURGE_BATCH = 5000
+RUN_RETENTION = timedelta(days=90)
+
+
+async def purge(db: Database, *, now: datetime, retention: timedelta) -> dict[str, int]:
+    """D-25: answered or dismissed messages, and informational ones read, older than `retention`; automation
+    runs finished more than 90 days ago. Batches that skip rows a request holds."""
+    counts = {"inbox_messages": 0, "automation_runs": 0}
+    statements = {
+        "inbox_messages": """
+            DELETE FROM social.inbox_messages WHERE id IN (
+                SELECT id FROM social.inbox_messages
+                 WHERE created_at < :cutoff
+                   AND (status IN ('accepted', 'rejected', 'dismissed') OR (NOT actionable AND status = 'read'))
+                 LIMIT :limit FOR UPDATE SKIP LOCKED)""",
+        "automation_runs": """
+            DELETE FROM social.automation_runs WHERE id IN (
+                SELECT id FROM social.automation_runs
+                 WHERE status IN ('succeeded', 'failed') AND finished_at < :runs_cutoff
+                 LIMIT :limit FOR UPDATE SKIP LOCKED)""",
+    }
+    for name, sql in statements.items():
+        while True:
+            async with db.unit_of_work() as session:
+                result = await session.execute(text(sql), {"cutoff": now - retention, "limit": PURGE_BATCH,
+                                                           "runs_cutoff": now - RUN_RETENTION})
+            deleted = int(getattr(result, "rowcount", 0) or 0)
+            counts[name] += deleted
+            if deleted < PURGE_BATCH:
+                break
+    return counts
 
 
 def _refusal(refusal: Refusal[InboxMessage]) -> DomainError:

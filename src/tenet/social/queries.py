@@ -36,6 +36,18 @@ AGENT_SQL = """
     SELECT id, user_id, llm_id, agent_type, status, capability_version, config, updated_at, version
       FROM social.user_agents WHERE user_id = %(me)s AND deleted_at IS NULL
 """
+# Another person's profile, as their privacy.profile_visible_to allows: everyone, friends (an accepted
+# friendship with the caller) or nobody; the caller always sees their own. Deleted profiles are not found.
+PUBLIC_PROFILE_SQL = """
+    SELECT p.id, p.username, p.avatar_url, p.bio FROM social.profiles p
+     WHERE p.id = %(id)s AND p.deleted_at IS NULL
+       AND (p.id = %(me)s
+            OR coalesce(p.settings #>> '{privacy,profile_visible_to}', 'friends') = 'everyone'
+            OR (coalesce(p.settings #>> '{privacy,profile_visible_to}', 'friends') = 'friends'
+                AND EXISTS (SELECT 1 FROM social.friendships f
+                             WHERE f.user_low_id = LEAST(p.id, %(me)s) AND f.user_high_id = GREATEST(p.id, %(me)s)
+                               AND f.status = 'accepted')))
+"""
 FEED_SQL = "SELECT calendar_feed_id FROM social.profiles WHERE id = %(me)s AND deleted_at IS NULL"
 
 

@@ -62,6 +62,13 @@ class ProfileUpdate(Strict):
     bio: Bio | None = None
 
 
+class ProfilePublicRead(Read):
+    id: uuid.UUID
+    username: str
+    avatar_url: str | None
+    bio: str | None
+
+
 class SettingsRead(BaseModel):
     settings: dict[str, dict[str, Any]] = Field(description="Effective settings: what you set, over the defaults")
     settings_version: int

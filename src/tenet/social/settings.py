@@ -30,5 +30,7 @@ class SocialSettings(BaseSettings):
         60, ge=1, validation_alias=env("TENET_AUTOMATION_RETRY_BASE_SECONDS", "automation_retry_base_seconds"))
     automation_lease_seconds: int = Field(
         120, ge=5, validation_alias=env("TENET_AUTOMATION_LEASE_SECONDS", "automation_lease_seconds"))
+    social_inbox_retention_days: int = Field(
+        180, ge=1, validation_alias=env("TENET_SOCIAL_INBOX_RETENTION_DAYS", "social_inbox_retention_days"))
     calendar_feed_limit: RateSetting = Field(
         Rate.parse("120/hour"), validation_alias=env("TENET_CALENDAR_FEED_LIMIT", "calendar_feed_limit"))

@@ -11,12 +11,13 @@ minute).
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 import procrastinate
 
 from tenet.kernel.jobs import JobScope, job
 from tenet.kernel.settings import KernelSettings, section
-from tenet.social import automations
+from tenet.social import automations, inbox
 from tenet.social.settings import SocialSettings
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,13 @@ async def social_automation_scheduler(scope: JobScope, timestamp: int) -> dict[s
     if scheduled["jobs"] or drained:
         log.info("automations", extra={**scheduled, **drained})
     return {**scheduled, "runs": drained}
+
+
+@job(blueprint, name="social_purge_expired", cron="41 3 * * *", unit_of_work=False, history=True)
+async def social_purge_expired(scope: JobScope, timestamp: int) -> dict[str, int]:
+    """Inbox and run retention (D-25), daily."""
+    own = section(scope.settings, SocialSettings)
+    return await inbox.purge(scope.db, now=scope.now, retention=timedelta(days=own.social_inbox_retention_days))
 
 
 @job(blueprint, name="social_automation_drainer", cron="* * * * *", unit_of_work=False)
