@@ -46,7 +46,8 @@ register(
     domain="kernel",
     statement="Every table of the database has row-level security enabled, no permissive policy, and no "
               "privilege granted to the roles anon or authenticated (spec 000 P4).",
-    scope="Tables in the kernel, iam, workspace and public schemas (procrastinate's too).",
+    scope="Tables in every schema but PostgreSQL's own (pg_*, information_schema): the kernel's, each domain's "
+          "and public (procrastinate's too).",
     counterexample="A new table created without ENABLE ROW LEVEL SECURITY, readable by `authenticated`.",
     db=(),
     db_reason="a rule about the catalog itself; each migration enables RLS, this detector checks it",
@@ -57,11 +58,11 @@ register(
         SELECT n.nspname AS schema, c.relname AS table_name, 'rls disabled' AS problem
           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE c.relkind IN ('r', 'p') AND NOT c.relrowsecurity
-           AND n.nspname IN ('kernel', 'iam', 'workspace', 'public')
+           AND n.nspname <> 'information_schema' AND n.nspname !~ '^pg_'
         UNION ALL
         SELECT schemaname, tablename, 'permissive policy ' || policyname
           FROM pg_policies WHERE permissive = 'PERMISSIVE'
-           AND schemaname IN ('kernel', 'iam', 'workspace', 'public')
+           AND schemaname <> 'information_schema' AND schemaname !~ '^pg_'
         UNION ALL
         SELECT table_schema, table_name, 'granted ' || privilege_type || ' to ' || grantee
           FROM information_schema.role_table_grants
