@@ -190,7 +190,7 @@ class TestFriendships:
 
 
 async def test_every_social_table_has_the_rls_baseline(db):
-    """KERNEL-INV-03's detector names the kernel's schemas; the social schema is checked here."""
+    """The eleven tables, each with RLS on and its restrictive deny-all policy (KERNEL-INV-03 walks them too)."""
     async with db.read_only() as session:
         rows = (await session.execute(text(
             "SELECT c.relname, c.relrowsecurity, EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = 'social' "
