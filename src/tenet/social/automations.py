@@ -573,7 +573,7 @@ async def _message(session: AsyncSession, *, recipient: uuid.UUID, kind: str, jo
 async def _reminder_recipients(session: AsyncSession, item_id: uuid.UUID, owner_id: uuid.UUID) -> list[uuid.UUID]:
     """The owner, direct subscribers (active, notify level not none) and active members of groups with an
     active group subscription (notify level not none), minus anyone whose notifications are off; active
-    accounts only, share-locked (id order)."""
+    accounts only, share-locked (id order, SKIP LOCKED: see common.active_account_ids)."""
     rows = (await session.execute(text("""
         WITH wanted AS (
             SELECT CAST(:owner AS uuid) AS user_id
@@ -586,7 +586,7 @@ async def _reminder_recipients(session: AsyncSession, item_id: uuid.UUID, owner_
         SELECT u.id FROM wanted w JOIN iam.user_account u ON u.id = w.user_id AND u.status = 'active'
           LEFT JOIN social.profiles p ON p.id = u.id
          WHERE coalesce(p.settings #> '{notification,enabled}', 'true'::jsonb) <> 'false'::jsonb
-         ORDER BY u.id FOR SHARE OF u"""), {"owner": owner_id, "item": item_id})).scalars().all()
+         ORDER BY u.id FOR SHARE OF u SKIP LOCKED"""), {"owner": owner_id, "item": item_id})).scalars().all()
     return list(rows)
 
 

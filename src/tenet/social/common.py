@@ -30,13 +30,19 @@ async def require_active_accounts(session: AsyncSession, user_ids: Iterable[uuid
 
 
 async def active_account_ids(session: AsyncSession, user_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
-    """Share-lock the accounts (id order) and answer those that are active: fan-outs skip the others."""
+    """Share-lock the recipients of a fan-out (id order) and answer those that are active.
+
+    A fan-out runs under social row locks (an item, a group), after the point where accounts come in the lock
+    order, so it must not wait for an account: SKIP LOCKED leaves out an account identity is changing at this
+    moment (deleting, disabling, recording a sign-in: the row is locked for update), which then gets no message
+    — for a deletion, the same as if it had been deleted first. Waiting instead could deadlock with the
+    deletion's handler, which locks the group or item next."""
     ids = sorted(set(user_ids))
     if not ids:
         return set()
     rows = await session.execute(text(
-        "SELECT id FROM iam.user_account WHERE id = ANY(:ids) AND status = 'active' ORDER BY id FOR SHARE"),
-        {"ids": ids})
+        "SELECT id FROM iam.user_account WHERE id = ANY(:ids) AND status = 'active' ORDER BY id "
+        "FOR SHARE SKIP LOCKED"), {"ids": ids})
     return {row for (row,) in rows}
 
 
