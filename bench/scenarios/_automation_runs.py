@@ -53,7 +53,7 @@ def _setup(url: str, n: int) -> None:
                                                 updated_at)
             SELECT gen_random_uuid(), '00000000-0000-4000-8000-0000000000aa', 'Digest ' || i, 'todo_digest', 'user',
                    '00000000-0000-4000-8000-0000000000aa', '{"skip_if_empty": false}', 'daily',
-                   (now() AT TIME ZONE 'America/Los_Angeles' - interval '1 minute')::time(0),
+                   date_trunc('minute', now() AT TIME ZONE 'America/Los_Angeles' - interval '1 minute')::time,
                    'active', now() - interval '1 minute', now(), now()
               FROM generate_series(1, %s) AS i""", (n,))
 

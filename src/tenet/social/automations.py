@@ -13,12 +13,12 @@ todo_from_schedule 12 h), recording how many slots were skipped in `missed_slots
 Exactly once. Runs are materialised with `INSERT .. ON CONFLICT (job_id, scheduled_at) DO NOTHING` by a
 scheduler that locks the due jobs FOR UPDATE SKIP LOCKED, so any number of schedulers at once make one run per
 slot. A drainer claims queued runs (`FOR UPDATE SKIP LOCKED`, a short committed transaction: attempt + 1, a
-claim token, a lease), then executes each in its own transaction that first locks the run row FOR UPDATE
-conditioned on its claim, writes the effects and marks it succeeded: effects and success commit together or
-not at all (SOC-INV-21). A failure rolls the effects back and, in a new transaction, puts the run back to
-queued with an exponential backoff (D-20) or fails it after `max_attempts`. A worker that dies mid-run
-releases the row lock with its connection; once the lease has expired the scheduler's recovery (which skips
-locked rows, so never a live run) re-queues it, and another drainer finishes it.
+claim token, a lease), then executes the batch in one transaction, each run in a savepoint that first locks the run
+row FOR UPDATE conditioned on its claim, writes the effects and marks it succeeded: effects and success commit
+together or not at all (SOC-INV-21). A failure rolls the run's effects back to its savepoint and puts it back to
+queued with an exponential backoff (D-20), or fails it after `max_attempts`, in the same transaction. A worker
+that dies mid-batch releases the row locks with its connection; once the lease has expired the scheduler's
+recovery (which skips locked rows, so never a live run) re-queues its runs, and another drainer finishes them.
 """
 
 from __future__ import annotations
@@ -444,75 +444,98 @@ Effect = Callable[[AsyncSession, AutomationJob, Claim, datetime, str], Awaitable
 
 async def execute(db: Database, claimed: Claim, *, clock: Clock, default_timezone: str, retry_base_seconds: int,
                   effects: dict[str, Effect] | None = None) -> str:
-    """One claimed run: effects and success in one transaction, or back to queued / failed. Answers the
-    outcome: succeeded, retried, failed, lost (the claim was recovered meanwhile) or gone (job deleted)."""
-    now = clock.now()
-    try:
-        async with db.unit_of_work() as session:
-            owner = (await session.execute(text(
-                "SELECT owner_id FROM social.automation_jobs WHERE id = :j"), {"j": claimed.job_id})).scalar()
-            if owner is None:
-                return "gone"
-            owner_active = (await session.execute(text(
-                "SELECT status = 'active' FROM iam.user_account WHERE id = :u FOR SHARE"), {"u": owner})).scalar()
-            job = (await session.scalars(select(AutomationJob).where(AutomationJob.id == claimed.job_id)
-                                         .with_for_update(key_share=True, read=True)
-                                         .execution_options(populate_existing=True))).one_or_none()
-            if job is None:
-                return "gone"
-            held = (await session.execute(text("""
-                SELECT 1 FROM social.automation_runs
-                 WHERE id = :id AND status = 'running' AND attempt = :a AND claimed_by = :t FOR UPDATE"""),
-                {"id": claimed.run_id, "a": claimed.attempt, "t": claimed.token})).scalar()
-            if held is None:
-                return "lost"
-            if not owner_active:
-                result: dict[str, Any] = {"skipped": "owner not active"}
-            else:
-                effect = (effects or EFFECTS)[job.job_type]
-                result = await effect(session, job, claimed, now, default_timezone)
-            done = (await session.execute(text("""
-                UPDATE social.automation_runs SET status = 'succeeded', result = CAST(:r AS jsonb), finished_at = :now,
-                       claimed_by = NULL, lease_expires_at = NULL
-                 WHERE id = :id AND status = 'running' AND attempt = :a AND claimed_by = :t RETURNING id"""),
-                {"r": json.dumps(result, default=str), "now": clock.now(), "id": claimed.run_id,
-                 "a": claimed.attempt, "t": claimed.token})).scalar()
-            if done is None:
-                raise RuntimeError("the claim was lost during the run")
-        return "succeeded"
-    except Exception as exc:
-        permanent = isinstance(exc, PermanentError)
-        code = exc.code if isinstance(exc, PermanentError) else "JOB_FAILED"
-        message = (str(exc) or type(exc).__name__)[:2000] if permanent else f"{type(exc).__name__}: {exc}"[:2000]
-        if not permanent:
-            log.warning("automation run failed", extra={"run_id": str(claimed.run_id), "error": type(exc).__name__})
-        return await _record_failure(db, claimed, code=code, message=message, permanent=permanent, now=clock.now(),
-                                     retry_base_seconds=retry_base_seconds)
+    """One claimed run (see `execute_batch`). Answers its outcome."""
+    (outcome,) = await execute_batch(db, [claimed], clock=clock, default_timezone=default_timezone,
+                                     retry_base_seconds=retry_base_seconds, effects=effects)
+    return outcome
 
 
-async def _record_failure(db: Database, claimed: Claim, *, code: str, message: str, permanent: bool, now: datetime,
-                          retry_base_seconds: int) -> str:
+async def execute_batch(db: Database, claims: list[Claim], *, clock: Clock, default_timezone: str,
+                        retry_base_seconds: int, effects: dict[str, Effect] | None = None) -> list[str]:
+    """Claimed runs in one transaction, each in a savepoint: a run's effects and its success commit together
+    (with the batch) or not at all; a run that fails is rolled back to its savepoint and put back to queued (or
+    failed) in the same transaction. One commit per batch instead of one per run. A worker that dies loses the
+    whole batch's work, and the recovery re-queues each run (its attempt consumed). Outcomes: succeeded,
+    retried, failed, lost (the claim was recovered meanwhile) or gone (job deleted)."""
+    outcomes = []
     async with db.unit_of_work() as session:
-        status = (await session.execute(text("""
-            UPDATE social.automation_runs SET
-                   status = CASE WHEN :permanent OR attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
-                   finished_at = CASE WHEN :permanent OR attempt >= max_attempts THEN CAST(:now AS timestamptz) END,
-                   available_at = :available, claimed_by = NULL, lease_expires_at = NULL,
-                   error_code = :code, error_message = :message
-             WHERE id = :id AND status = 'running' AND attempt = :a AND claimed_by = :t
-            RETURNING status"""),
-            {"permanent": permanent, "now": now, "available": now + backoff(claimed.attempt, retry_base_seconds),
-             "code": code, "message": message, "id": claimed.run_id, "a": claimed.attempt,
-             "t": claimed.token})).scalar()
-        if status is None:
-            return "lost"
-        if status == "failed":
-            await session.execute(text(_FAILED_MESSAGE), {"ids": [claimed.run_id], "now": now})
-            if permanent:
-                await session.execute(text("""
-                    UPDATE social.automation_jobs SET status = 'disabled', next_run_at = NULL, version = version + 1,
-                           updated_at = :now WHERE id = :j AND status = 'active'"""), {"j": claimed.job_id, "now": now})
-        return "failed" if status == "failed" else "retried"
+        for claimed in claims:
+            try:
+                async with session.begin_nested():
+                    outcome = await _run_one(session, claimed, clock=clock, default_timezone=default_timezone,
+                                             effects=effects or EFFECTS)
+            except Exception as exc:
+                permanent = isinstance(exc, PermanentError)
+                code = exc.code if isinstance(exc, PermanentError) else "JOB_FAILED"
+                message = (str(exc) or type(exc).__name__)[:2000] if permanent else \
+                    f"{type(exc).__name__}: {exc}"[:2000]
+                if not permanent:
+                    log.warning("automation run failed",
+                                extra={"run_id": str(claimed.run_id), "error": type(exc).__name__})
+                outcome = await _record_failure(session, claimed, code=code, message=message, permanent=permanent,
+                                                now=clock.now(), retry_base_seconds=retry_base_seconds)
+            outcomes.append(outcome)
+    return outcomes
+
+
+async def _run_one(session: AsyncSession, claimed: Claim, *, clock: Clock, default_timezone: str,
+                   effects: dict[str, Effect]) -> str:
+    now = clock.now()
+    # The owner's account first (the global lock order), in the statement that finds it.
+    owner_active = (await session.execute(text("""
+        SELECT u.status = 'active' FROM social.automation_jobs j JOIN iam.user_account u ON u.id = j.owner_id
+         WHERE j.id = :j FOR SHARE OF u"""), {"j": claimed.job_id})).scalar()
+    if owner_active is None:
+        return "gone"
+    # A concurrent DELETE of the job waits for this run (FOR KEY SHARE), and then takes its runs with it.
+    job = (await session.scalars(select(AutomationJob).where(AutomationJob.id == claimed.job_id)
+                                 .with_for_update(key_share=True, read=True)
+                                 .execution_options(populate_existing=True))).one_or_none()
+    if job is None:
+        return "gone"
+    held = (await session.execute(text("""
+        SELECT 1 FROM social.automation_runs
+         WHERE id = :id AND status = 'running' AND attempt = :a AND claimed_by = :t FOR UPDATE"""),
+        {"id": claimed.run_id, "a": claimed.attempt, "t": claimed.token})).scalar()
+    if held is None:
+        return "lost"
+    if owner_active:
+        result = await effects[job.job_type](session, job, claimed, now, default_timezone)
+    else:
+        result = {"skipped": "owner not active"}
+    done = (await session.execute(text("""
+        UPDATE social.automation_runs SET status = 'succeeded', result = CAST(:r AS jsonb), finished_at = :now,
+               claimed_by = NULL, lease_expires_at = NULL
+         WHERE id = :id AND status = 'running' AND attempt = :a AND claimed_by = :t RETURNING id"""),
+        {"r": json.dumps(result, default=str), "now": clock.now(), "id": claimed.run_id, "a": claimed.attempt,
+         "t": claimed.token})).scalar()
+    if done is None:
+        raise RuntimeError("the claim was lost during the run")
+    return "succeeded"
+
+
+async def _record_failure(session: AsyncSession, claimed: Claim, *, code: str, message: str, permanent: bool,
+                          now: datetime, retry_base_seconds: int) -> str:
+    status = (await session.execute(text("""
+        UPDATE social.automation_runs SET
+               status = CASE WHEN :permanent OR attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
+               finished_at = CASE WHEN :permanent OR attempt >= max_attempts THEN CAST(:now AS timestamptz) END,
+               available_at = :available, claimed_by = NULL, lease_expires_at = NULL,
+               error_code = :code, error_message = :message
+         WHERE id = :id AND status = 'running' AND attempt = :a AND claimed_by = :t
+        RETURNING status"""),
+        {"permanent": permanent, "now": now, "available": now + backoff(claimed.attempt, retry_base_seconds),
+         "code": code, "message": message, "id": claimed.run_id, "a": claimed.attempt,
+         "t": claimed.token})).scalar()
+    if status is None:
+        return "lost"
+    if status == "failed":
+        await session.execute(text(_FAILED_MESSAGE), {"ids": [claimed.run_id], "now": now})
+        if permanent:
+            await session.execute(text("""
+                UPDATE social.automation_jobs SET status = 'disabled', next_run_at = NULL, version = version + 1,
+                       updated_at = :now WHERE id = :j AND status = 'active'"""), {"j": claimed.job_id, "now": now})
+    return "failed" if status == "failed" else "retried"
 
 
 async def drain(db: Database, *, clock: Clock, default_timezone: str, lease_seconds: int, retry_base_seconds: int,
@@ -525,9 +548,8 @@ async def drain(db: Database, *, clock: Clock, default_timezone: str, lease_seco
             claims = await claim(session, now=clock.now(), lease_seconds=lease_seconds)
         if not claims:
             break
-        for claimed in claims:
-            outcome = await execute(db, claimed, clock=clock, default_timezone=default_timezone,
-                                    retry_base_seconds=retry_base_seconds, effects=effects)
+        for outcome in await execute_batch(db, claims, clock=clock, default_timezone=default_timezone,
+                                           retry_base_seconds=retry_base_seconds, effects=effects):
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return outcomes
 
