@@ -173,9 +173,13 @@ INVITATIONS_SQL = """
 ITEM_COLUMNS = """i.id, i.owner_id, i.title, i.description, i.start_at, i.end_at, i.timezone, i.recurrence_rule,
                   i.source_type, i.status, i.created_at, i.updated_at, i.series_end_at, i.version"""
 # SOC-INV-13's precedence over the three paths, as in tenet.social.items.PERMISSION_SQL.
+# Two branches, each carrying its item rows: the caller's own items (an index range scan), and the items
+# subscribed directly or through groups, each looked up by primary key (LATERAL: one probe per subscription, never
+# a scan of the items table) and filtered by the window there. Precedence within the second branch: the direct
+# subscription, else the groups' union (SOC-INV-13); an owner is never subscribed to their own item.
 SCHEDULE_WINDOW_SQL = f"""
     WITH direct AS (
-        SELECT s.item_id, s.permission FROM social.schedule_subscriptions s
+        SELECT s.item_id, social.permission_bits(s.permission) AS bits FROM social.schedule_subscriptions s
          WHERE s.subscriber_id = %(me)s AND s.subject_type = 'user' AND s.status IN ('active', 'paused')),
     via_group AS (
         SELECT s.item_id, bit_or(social.permission_bits(s.permission) & social.role_bits(gm.role)) AS bits
@@ -185,23 +189,21 @@ SCHEDULE_WINDOW_SQL = f"""
                                                AND s.status IN ('active', 'paused')
          WHERE gm.user_id = %(me)s AND gm.status IN ('active', 'muted')
          GROUP BY s.item_id),
-    candidates AS (
-        SELECT i.id FROM social.schedule_items i
+    subscribed AS (
+        SELECT coalesce(d.item_id, vg.item_id) AS item_id, coalesce(d.bits, vg.bits) AS bits
+          FROM direct d FULL JOIN via_group vg ON vg.item_id = d.item_id
+         WHERE {{subscribed}})
+    SELECT * FROM (
+        SELECT {ITEM_COLUMNS}, 7 AS my_bits FROM social.schedule_items i
          WHERE {{owned}} i.owner_id = %(me)s AND i.start_at < %(to)s
            AND (i.series_end_at IS NULL OR i.series_end_at > %(from)s)
-        UNION SELECT item_id FROM direct WHERE {{subscribed}}
-        UNION SELECT item_id FROM via_group WHERE {{subscribed}})
-    SELECT {ITEM_COLUMNS},
-           CASE WHEN i.owner_id = %(me)s THEN 7
-                WHEN d.item_id IS NOT NULL THEN social.permission_bits(d.permission)
-                ELSE vg.bits END AS my_bits
-      FROM candidates c
-      JOIN social.schedule_items i ON i.id = c.id
-      LEFT JOIN direct d ON d.item_id = i.id
-      LEFT JOIN via_group vg ON vg.item_id = i.id
-     WHERE i.start_at < %(to)s AND (i.series_end_at IS NULL OR i.series_end_at > %(from)s)
-       AND (i.owner_id = %(me)s OR d.item_id IS NOT NULL OR vg.bits & 1 = 1)
-       AND {{status}} AND {{after}}
+        UNION ALL
+        SELECT {ITEM_COLUMNS}, sub.bits AS my_bits FROM subscribed sub
+          CROSS JOIN LATERAL (SELECT * FROM social.schedule_items x WHERE x.id = sub.item_id) i
+         WHERE sub.bits & 1 = 1 AND i.owner_id <> %(me)s AND i.start_at < %(to)s
+           AND (i.series_end_at IS NULL OR i.series_end_at > %(from)s)
+    ) i
+     WHERE {{status}} AND {{after}}
      ORDER BY i.start_at, i.id
      LIMIT %(limit)s
 """
