@@ -18,6 +18,7 @@ from tenet.deps import now as clock_now
 from tenet.iam.auth import CurrentUser
 from tenet.kernel.errors import ValidationFailed
 from tenet.kernel.http import API_PREFIX, TenetRoute, etag, if_match_version, json_response, problem_responses
+from tenet.kernel.idempotency import not_idempotent
 from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.settings import KernelSettings, section
 from tenet.social import (
@@ -202,7 +203,10 @@ async def get_calendar_feed(user: CurrentUser, request: Request) -> Response:
 
 
 @router.post("/me/calendar-feed/reset", response_model=CalendarFeedRead,
-             summary="A new feed address; the old one stops working at once")
+             summary="A new feed address; the old one stops working at once",
+             description="The answer is a secret (`Cache-Control: no-store`): an `Idempotency-Key` is not honoured, "
+                         "so a retried reset makes another address (the one answered last works).")
+@not_idempotent
 async def reset_calendar_feed(user: CurrentUser, session: SessionDep, now: NowDep, request: Request) -> Response:
     feed_id = await profiles.reset_feed(session, user_id=user.id, now=now)
     return json_response(_feed(request, feed_id), headers={"Cache-Control": "no-store"})
