@@ -77,7 +77,7 @@ def _me(social: str, headers: dict[str, str]) -> str:
 
 
 @schema.parametrize()
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 def test_social_routes_never_answer_5xx(case, live_server, live_admin_token, owned):
     digest = hashlib.sha256(repr(sorted((case.path_parameters or {}).items())).encode()).digest()
     if case.path_parameters and digest[0] % 2 == 0:
