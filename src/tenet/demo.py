@@ -48,6 +48,7 @@ async def load_demo(settings: KernelSettings, url: str) -> list[str]:
                         lines.append(f"kept {email}")
                 lines.append(await _load_workspace_demo(session, settings, now))
                 lines.append(await _load_meetings_demo(session, settings, now))
+                lines.append(await _load_social_demo(session, settings, now))
     finally:
         await db.dispose()
     return lines
@@ -86,3 +87,17 @@ async def _load_meetings_demo(session, settings: KernelSettings, now) -> str:
     return await meetings_demo.load_demo(session, manager_id=people[0].id, leader_id=people[1].id,
                                          employee_id=people[2].id, policy=MeetingPolicy.from_settings(settings),
                                          now=now)
+
+
+async def _load_social_demo(session, settings: KernelSettings, now) -> str:
+    """Friends, a group, shared items, an inbox and todos among the demo users (tenet.social.demo)."""
+    from tenet.social import demo as social_demo
+
+    people = []
+    for email, _, _ in DEMO_USERS:
+        person = await iam_service.find_user_by_email(session, email)
+        assert person is not None
+        people.append(person.id)
+    manager, leader, employee, agent = people
+    return await social_demo.load(session, manager=manager, leader=leader, employee=employee, agent=agent,
+                                  default_timezone=settings.default_timezone, now=now)

@@ -18,12 +18,14 @@ from tenet.iam.domain import DOMAIN as IAM
 from tenet.kernel import events, permissions
 from tenet.kernel.domain import KERNEL, Domain, LoadedDomain, check_declarations, load
 from tenet.meetings.domain import DOMAIN as MEETINGS
+from tenet.social.domain import DOMAIN as SOCIAL
 from tenet.workspaces.domain import DOMAIN as WORKSPACES
 
 DOMAINS: tuple[Domain, ...] = (
     KERNEL,
     IAM,
     WORKSPACES,
+    SOCIAL,
     MEETINGS,
 )
 

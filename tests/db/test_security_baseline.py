@@ -96,3 +96,13 @@ async def test_rls_hides_rows_even_with_a_grant(db, users):
         visible = (await session.execute(text("SELECT count(*) FROM iam.user_account"))).scalar_one()
         await session.rollback()
     assert visible == 0
+
+
+async def test_a_domain_schema_table_without_rls_is_detected(db):
+    """The detector walks every schema, not a list: a domain added later (social) is covered without a change."""
+    async with db.unit_of_work() as session:
+        await session.execute(text("CREATE SCHEMA some_new_domain"))
+        await session.execute(text("CREATE TABLE some_new_domain.forgot_rls (id int)"))
+        violations = await check(await session.connection(), [get("KERNEL-INV-03")])
+        await session.rollback()
+    assert violations and any(row["table_name"] == "forgot_rls" for row in violations[0].sample)

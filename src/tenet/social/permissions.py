@@ -1,0 +1,93 @@
+"""Group roles and what each may do: the permission table as data (design §5.2).
+
+The service checks against `PERMISSIONS`; the OpenAPI description of the social tag and docs/decisions.md show
+the table rendered by `permission_table_markdown()` (a test fails when the documented copy drifts). A rule names,
+per action and caller role, the roles of the *target* the caller may act on (removal).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from tenet.social import errors
+
+
+class GroupRole(StrEnum):
+    CREATOR = "creator"
+    ADMIN = "admin"
+    MEMBER = "member"
+
+
+class Action(StrEnum):
+    VIEW = "view"
+    RENAME = "rename"
+    CHANGE_VISIBILITY = "change-visibility"
+    INVITE = "invite"
+    LIST_INVITATIONS = "list-invitations"
+    CHANGE_ROLE = "change-role"
+    HAND_OVER = "hand-over"
+    REMOVE_MEMBER = "remove-member"
+    ARCHIVE = "archive"
+
+
+ANY = frozenset(GroupRole)
+CREATOR, ADMIN, MEMBER = GroupRole.CREATOR, GroupRole.ADMIN, GroupRole.MEMBER
+
+ACTION_DESCRIPTIONS: dict[Action, str] = {
+    Action.VIEW: "See the group and its members; leave it (never the creator); mute yourself",
+    Action.RENAME: "Rename and describe the group",
+    Action.CHANGE_VISIBILITY: "Change the visibility (public / private)",
+    Action.INVITE: "Invite a friend (through their inbox)",
+    Action.LIST_INVITATIONS: "List open invitations and revoke them (members: their own)",
+    Action.CHANGE_ROLE: "Make a member admin or member",
+    Action.HAND_OVER: "Hand the group over (the target becomes creator, you admin)",
+    Action.REMOVE_MEMBER: "Remove a member (by the member's role)",
+    Action.ARCHIVE: "Archive or unarchive the group",
+}
+
+PERMISSIONS: dict[Action, dict[GroupRole, frozenset[GroupRole]]] = {
+    Action.VIEW: {CREATOR: ANY, ADMIN: ANY, MEMBER: ANY},
+    Action.RENAME: {CREATOR: ANY, ADMIN: ANY},
+    Action.CHANGE_VISIBILITY: {CREATOR: ANY},
+    Action.INVITE: {CREATOR: ANY, ADMIN: ANY},
+    Action.LIST_INVITATIONS: {CREATOR: ANY, ADMIN: ANY, MEMBER: ANY},
+    Action.CHANGE_ROLE: {CREATOR: ANY},
+    Action.HAND_OVER: {CREATOR: ANY},
+    Action.REMOVE_MEMBER: {CREATOR: frozenset({ADMIN, MEMBER}), ADMIN: frozenset({MEMBER})},
+    Action.ARCHIVE: {CREATOR: ANY},
+}
+
+_TARGETED = {Action.REMOVE_MEMBER}
+
+
+def allowed(role: GroupRole | str, action: Action, target: GroupRole | str | None = None) -> bool:
+    targets = PERMISSIONS[action].get(GroupRole(role))
+    if targets is None:
+        return False
+    return target is None or GroupRole(target) in targets
+
+
+def require(role: GroupRole | str, action: Action, target: GroupRole | str | None = None) -> None:
+    """403 GROUP_ROLE_FORBIDDEN unless `role` may do `action` (on a target of role `target`)."""
+    if not allowed(role, action, target):
+        error = errors.GroupRoleForbidden(f"A group {role} may not: {ACTION_DESCRIPTIONS[action].lower()}",
+                                          action=action.value, role=str(role))
+        if target is not None:
+            error.data["target_role"] = str(target)
+        raise error
+
+
+def _cell(action: Action, role: GroupRole) -> str:
+    targets = PERMISSIONS[action].get(role)
+    if targets is None:
+        return "no"
+    if action not in _TARGETED or targets == ANY:
+        return "yes"
+    return "only " + " or ".join(sorted(t.value for t in targets))
+
+
+def permission_table_markdown() -> str:
+    lines = ["| action | creator | admin | member |", "|---|---|---|---|"]
+    for action in Action:
+        lines.append(f"| {ACTION_DESCRIPTIONS[action]} | " + " | ".join(_cell(action, r) for r in GroupRole) + " |")
+    return "\n".join(lines)

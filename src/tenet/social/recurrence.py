@@ -1,0 +1,166 @@
+"""Time zones and RFC 5545 recurrence rules of schedule items (SOC-INV-10, D-12, D-18).
+
+An item's first occurrence is [start_at, end_at]; a rule repeats it in the item's IANA zone by wall-clock
+arithmetic (dateutil's rrule on an aware `ZoneInfo` start), so a weekly 09:00 meeting stays at 09:00 local on
+both sides of a DST change. A wall time that does not exist (02:30 on the spring-forward night) is read with
+the offset before the gap, one that occurs twice (01:30 on the fall-back night) at its first occurrence
+(`fold=0`), as RFC 5545 says.
+
+Accepted rules (D-12): FREQ DAILY/WEEKLY/MONTHLY/YEARLY (nothing sub-daily: no BYHOUR/BYMINUTE/BYSECOND),
+not both COUNT and UNTIL, COUNT <= 1000, INTERVAL <= 365, UNTIL as a UTC date-time (`...Z`, what RFC 5545
+requires when DTSTART has a TZID), at most 500 characters, and the rule must produce the start itself as its
+first occurrence (RFC 5545 counts DTSTART as the first instance, dateutil does not: requiring the match makes
+our expansion and every calendar client agree).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from dateutil.rrule import rrule, rrulestr
+
+from tenet.social import errors
+
+MAX_COUNT = 1000
+MAX_INTERVAL = 365
+MAX_OCCURRENCES_PER_WINDOW = 1000
+# Far enough for any calendar; keeps every expansion and sum of a duration inside Python's datetime range.
+MIN_YEAR, MAX_YEAR = 1900, 2200
+_ALLOWED_PARTS = {"FREQ", "INTERVAL", "COUNT", "UNTIL", "BYDAY", "BYMONTHDAY", "BYMONTH", "BYYEARDAY", "BYWEEKNO",
+                  "BYSETPOS", "WKST"}
+_PART = re.compile(r"^[A-Z]+=[A-Za-z0-9,+-]+$")
+_UNTIL = re.compile(r"^\d{8}T\d{6}Z$")
+
+
+def zone(name: str) -> ZoneInfo:
+    if name not in available_timezones():
+        raise errors.TimezoneInvalid(timezone=name[:64])
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise errors.TimezoneInvalid(timezone=name[:64]) from None
+
+
+def _invalid(reason: str) -> errors.RecurrenceRuleInvalid:
+    return errors.RecurrenceRuleInvalid(f"The recurrence rule is not valid: {reason}", reason=reason)
+
+
+def normalize_rule(raw: str) -> str:
+    """The rule as stored: without an `RRULE:` prefix, upper case, FREQ first, the other parts in the order
+    given. Shape problems answer 422 RECURRENCE_RULE_INVALID with a `reason`."""
+    value = raw.strip()
+    if value.upper().startswith("RRULE:"):
+        value = value[6:]
+    value = value.upper()
+    if not value or len(value) > 500:
+        raise _invalid("a rule has 1 to 500 characters")
+    parts = value.split(";")
+    if any(not _PART.match(p) for p in parts):
+        raise _invalid("each part is NAME=VALUE, separated by ;")
+    names = [p.split("=", 1)[0] for p in parts]
+    if len(set(names)) != len(names):
+        raise _invalid("a part is repeated")
+    unknown = set(names) - _ALLOWED_PARTS
+    if unknown:
+        raise _invalid(f"unsupported parts {', '.join(sorted(unknown))} (no sub-daily repetition)")
+    values = dict(p.split("=", 1) for p in parts)
+    if values.get("FREQ") not in ("DAILY", "WEEKLY", "MONTHLY", "YEARLY"):
+        raise _invalid("FREQ must be DAILY, WEEKLY, MONTHLY or YEARLY")
+    if "COUNT" in values and "UNTIL" in values:
+        raise _invalid("COUNT and UNTIL cannot both be given")
+    if "COUNT" in values and not (values["COUNT"].isdigit() and 1 <= int(values["COUNT"]) <= MAX_COUNT):
+        raise _invalid(f"COUNT must be between 1 and {MAX_COUNT}")
+    if "INTERVAL" in values and not (values["INTERVAL"].isdigit() and 1 <= int(values["INTERVAL"]) <= MAX_INTERVAL):
+        raise _invalid(f"INTERVAL must be between 1 and {MAX_INTERVAL}")
+    if "UNTIL" in values and not _UNTIL.match(values["UNTIL"]):
+        raise _invalid("UNTIL must be a UTC date-time such as 20261231T235959Z")
+    ordered = [f"FREQ={values['FREQ']}"] + [p for p in parts if not p.startswith("FREQ=")]
+    return ";".join(ordered)
+
+
+def rule_for(rule: str, start: datetime, tz: ZoneInfo) -> rrule:
+    local_start = start.astimezone(tz)
+    try:
+        parsed = rrulestr(rule, dtstart=local_start)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise _invalid(str(exc)[:200] or "not an RRULE") from None
+    if not isinstance(parsed, rrule):
+        raise _invalid("one RRULE only")
+    return parsed
+
+
+@dataclass(frozen=True)
+class Series:
+    rule: str | None
+    series_end_at: datetime | None
+
+
+def check_series(*, start_at: datetime, end_at: datetime, timezone: str, recurrence_rule: str | None) -> Series:
+    """Validate an item's shape (SOC-INV-10) and compute what is stored: the normalised rule and the end of
+    the last occurrence (None: the series never ends)."""
+    tz = zone(timezone)
+    if start_at.tzinfo is None or end_at.tzinfo is None:
+        raise errors.ScheduleItemInvalid("start_at and end_at need a time zone offset")
+    if not (start_at.astimezone(UTC).year >= MIN_YEAR and end_at.astimezone(UTC).year <= MAX_YEAR):
+        raise errors.ScheduleItemInvalid(f"items lie between the years {MIN_YEAR} and {MAX_YEAR}")
+    if end_at < start_at:
+        raise errors.ScheduleItemInvalid("end_at must not be before start_at")
+    if end_at - start_at > timedelta(days=366):
+        raise errors.ScheduleItemInvalid("an occurrence lasts at most 366 days")
+    if recurrence_rule is None:
+        return Series(None, end_at)
+    rule_text = normalize_rule(recurrence_rule)
+    parsed = rule_for(rule_text, start_at, tz)
+    first = parsed.after(start_at.astimezone(tz), inc=True)
+    if first is None:
+        raise _invalid("the rule produces no occurrence")
+    if first.astimezone(UTC) != start_at.astimezone(UTC):
+        raise _invalid("the start must be the rule's first occurrence (RFC 5545 counts DTSTART as one)")
+    duration = end_at - start_at
+    if "COUNT=" in rule_text:
+        last = list(parsed)[-1]
+    elif "UNTIL=" in rule_text:
+        last = parsed.before(datetime.max.replace(tzinfo=UTC) - timedelta(days=2), inc=True) or first
+    else:
+        return Series(rule_text, None)
+    return Series(rule_text, last.astimezone(UTC) + duration)
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    start_at: datetime
+    end_at: datetime
+    local_start: datetime
+    local_end: datetime
+
+
+def occurrences(*, start_at: datetime, end_at: datetime, timezone: str, recurrence_rule: str | None,
+                window_from: datetime, window_to: datetime, limit: int = MAX_OCCURRENCES_PER_WINDOW
+                ) -> list[Occurrence]:
+    """The occurrences overlapping [window_from, window_to): start < to and end > from (a zero-length one
+    counts when from <= start < to), in order, at most `limit`."""
+    tz = ZoneInfo(timezone)
+    duration = end_at - start_at
+
+    def overlaps(start: datetime) -> bool:
+        end = start + duration
+        return start < window_to and (end > window_from or (duration == timedelta(0) and start >= window_from))
+
+    def occurrence(local: datetime) -> Occurrence:
+        start = local.astimezone(UTC)
+        local_end = (start + duration).astimezone(tz)
+        return Occurrence(start, start + duration, start.astimezone(tz), local_end)
+
+    if recurrence_rule is None:
+        return [occurrence(start_at.astimezone(tz))] if overlaps(start_at) else []
+    parsed = rule_for(recurrence_rule, start_at, tz)
+    found: list[Occurrence] = []
+    for local in parsed.xafter((window_from - duration).astimezone(tz), inc=True):
+        if local.astimezone(UTC) >= window_to or len(found) >= limit:
+            break
+        if overlaps(local.astimezone(UTC)):
+            found.append(occurrence(local))
+    return found
