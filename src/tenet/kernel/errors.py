@@ -40,6 +40,7 @@ class KernelErrorCode(StrEnum):
     STATE_CONFLICT = "STATE_CONFLICT"
     VERSION_CONFLICT = "VERSION_CONFLICT"
     PRECONDITION_FAILED = "PRECONDITION_FAILED"
+    PRECONDITION_REQUIRED = "PRECONDITION_REQUIRED"
     SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
     INTERNAL_ERROR = "INTERNAL_ERROR"
 
@@ -191,6 +192,14 @@ class PreconditionFailed(DomainError):
     """`If-Match` names a version the resource is not at any more (RFC 9110 §13.1.1)."""
 
     status, code, title = 412, KernelErrorCode.PRECONDITION_FAILED, "The resource was changed by someone else"
+
+
+class PreconditionRequired(DomainError):
+    """The route changes a resource only at a version the caller names (`If-Match`, or the body's
+    `expected_version`), and the request named none (RFC 6585 §3)."""
+
+    status, code, title = (428, KernelErrorCode.PRECONDITION_REQUIRED,
+                           "Name the version you read: send If-Match (or expected_version)")
 
 
 class ServiceUnavailable(DomainError):
