@@ -17,12 +17,14 @@ from functools import cache
 from tenet.iam.domain import DOMAIN as IAM
 from tenet.kernel import events, permissions
 from tenet.kernel.domain import KERNEL, Domain, LoadedDomain, check_declarations, load
+from tenet.reservations.domain import DOMAIN as RESERVATIONS
 from tenet.workspaces.domain import DOMAIN as WORKSPACES
 
 DOMAINS: tuple[Domain, ...] = (
     KERNEL,
     IAM,
     WORKSPACES,
+    RESERVATIONS,
 )
 
 check_declarations(DOMAINS)
