@@ -9,6 +9,8 @@ DOMAIN = Domain(
     schema="reservation",
     settings=ReservationSettings,
     modules=("tenet.reservations.models", "tenet.reservations.invariants", "tenet.reservations.lifecycles"),
+    api="tenet.reservations.api",
+    events="tenet.reservations.events",
     permissions=POINTS,
     locks=(
         "reservation.workflow_reservation_order (the serialisation point of one order's queue; several in "

@@ -190,7 +190,7 @@ class AiBatch(Base):
     request_body: Mapped[bytes] = mapped_column(LargeBinary)
     extraction_warnings_json: Mapped[str | None] = mapped_column(Text)
     ai_contract_version: Mapped[str] = mapped_column(String(64))
-    response_items_json: Mapped[Any | None] = mapped_column(JSONB)
+    response_items_json: Mapped[Any | None] = mapped_column(JSONB(none_as_null=True))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -435,10 +435,10 @@ class TaskCard(Base):
     task_card_type: Mapped[str] = mapped_column(String(64))
     field_contract_version: Mapped[str] = mapped_column(String(64))
     ai_payload_json: Mapped[str] = mapped_column(Text)
-    draft_payload_json: Mapped[Any | None] = mapped_column(JSONB)
+    draft_payload_json: Mapped[Any | None] = mapped_column(JSONB(none_as_null=True))
     draft_updated_by: Mapped[uuid.UUID | None]
     draft_updated_at: Mapped[datetime | None]
-    confirmed_payload_json: Mapped[Any | None] = mapped_column(JSONB)
+    confirmed_payload_json: Mapped[Any | None] = mapped_column(JSONB(none_as_null=True))
     confirmed_by: Mapped[uuid.UUID | None]
     confirmed_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
@@ -476,8 +476,8 @@ class AuditLog(Base):
     actor_id: Mapped[str | None] = mapped_column(String(128))
     action: Mapped[str] = mapped_column(String(128))
     reason: Mapped[str | None] = mapped_column(String(512))
-    before_snapshot_json: Mapped[Any | None] = mapped_column(JSONB)
-    after_snapshot_json: Mapped[Any | None] = mapped_column(JSONB)
+    before_snapshot_json: Mapped[Any | None] = mapped_column(JSONB(none_as_null=True))
+    after_snapshot_json: Mapped[Any | None] = mapped_column(JSONB(none_as_null=True))
     request_id: Mapped[str | None] = mapped_column(String(128))
     occurred_at: Mapped[datetime]
     created_at: Mapped[datetime]
@@ -552,7 +552,7 @@ class OperaOperationAttempt(Base):
     attempt_number: Mapped[int] = mapped_column(Integer)
     attempt_status: Mapped[str] = mapped_column(String(32))
     request_payload_json: Mapped[Any] = mapped_column(JSONB)
-    response_payload_json: Mapped[Any | None] = mapped_column(JSONB)
+    response_payload_json: Mapped[Any | None] = mapped_column(JSONB(none_as_null=True))
     error_code: Mapped[str | None] = mapped_column(String(64))
     error_message: Mapped[str | None] = mapped_column(String(512))
     via_lookup: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))

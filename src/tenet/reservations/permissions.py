@@ -106,3 +106,10 @@ def require_read(principal: Principal) -> Viewer:
     elif not principal.has_scope(ReservationScope.READ):
         raise PermissionDenied(f"Requires the scope {ReservationScope.READ}", scope=str(ReservationScope.READ))
     return Viewer(principal)
+
+
+def require_batch_read(principal: Principal) -> Viewer:
+    """A batch is read like orders, and also by the ingest client that may post for its hotel."""
+    if not principal.is_user and principal.has_scope(ReservationScope.INGEST):
+        return Viewer(principal)
+    return require_read(principal)

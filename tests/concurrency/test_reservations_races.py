@@ -1,0 +1,112 @@
+"""Reservation races on real parallel connections (committed data): exactly one winner, a stable answer for
+the others, every RSV rule holding afterwards.
+
+Where the race is decided between a read and a write, the tests widen that window with a short injected
+delay, so without the serialisation both sides would read before either writes; the `*_without_*` tests run
+the same timing with the lock made a no-op and show the rule breaking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from tenet.app import create_app
+from tenet.db.database import Database
+from tenet.iam.permissions import Scope
+from tenet.reservations import ingest, queries
+from tests.conftest import test_settings
+from tests.reservations.conftest import (
+    ReservationApi,
+    body,
+    item,
+    make_client,
+)
+from tests.support.invariants import assert_invariants_hold
+from tests.support.users import UserFactory
+
+WINDOW = 0.3
+
+
+@pytest.fixture
+def race_app(committed_db, clock, tmp_path):
+    return create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock, run_background_tasks=False)
+
+
+@pytest.fixture
+async def api(race_app, clock):
+    transport = httpx.ASGITransport(app=race_app, client=("203.0.113.9", 50000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        yield ReservationApi(client, race_app, clock)
+
+
+@pytest.fixture
+def people(race_app, committed_db, clock) -> UserFactory:
+    return UserFactory(race_app, committed_db, clock)
+
+
+async def _rsv_rules_hold(db: Database) -> None:
+    async with db.read_only() as session:
+        await assert_invariants_hold(session, prefix="RSV-")
+
+
+async def _scalar(db: Database, sql: str, **params: Any) -> Any:
+    async with db.read_only() as session:
+        return (await session.execute(text(sql), params)).scalar_one()
+
+
+def _slow(monkeypatch, module, name: str) -> None:
+    original = getattr(module, name)
+
+    async def slow(*args, **kwargs):
+        result = await original(*args, **kwargs)
+        await asyncio.sleep(WINDOW)
+        return result
+
+    monkeypatch.setattr(module, name, slow)
+
+
+class TestIngestRaces:
+    @pytest.mark.invariant("RSV-INV-02")
+    async def test_identical_posts_at_once_make_one_batch(self, api, committed_db, clock, monkeypatch):
+        client = await make_client(committed_db, clock, [Scope.RESERVATIONS_INGEST], ["H1"])
+        raw = body("H1", [item(cn="R1"), item("new"), item("note")], request_id="same")
+        # Every request passes the replay check (nothing stored yet) before any of them inserts.
+        _slow(monkeypatch, queries, "batch_by_key")
+        answers = await asyncio.gather(*(api.ingest(client, raw) for _ in range(8)))
+        assert sorted(a.status_code for a in answers) == [200] * 7 + [201]
+        assert len({a.json()["batch_id"] for a in answers}) == 1
+        assert [a.json()["replayed"] for a in answers].count(False) == 1
+        assert await _scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_ai_batch") == 1
+        assert await _scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_task") == 3
+        await _rsv_rules_hold(committed_db)
+
+    @pytest.mark.invariant("RSV-INV-02")
+    async def test_one_request_id_with_two_bodies_at_once(self, api, committed_db, clock, monkeypatch):
+        client = await make_client(committed_db, clock, [Scope.RESERVATIONS_INGEST], ["H1"])
+        _slow(monkeypatch, queries, "batch_by_key")
+        answers = await asyncio.gather(api.ingest(client, body("H1", [item(cn="A")], request_id="r")),
+                                       api.ingest(client, body("H1", [item(cn="B")], request_id="r")))
+        assert sorted((a.status_code, a.json().get("code")) for a in answers) == [
+            (201, None), (409, "AI_BATCH_REQUEST_ID_REUSED")]
+        await _rsv_rules_hold(committed_db)
+
+    @pytest.mark.invariant("RSV-INV-07")
+    async def test_two_batches_creating_the_same_key_share_one_active_order(self, api, committed_db, clock,
+                                                                          monkeypatch):
+        client = await make_client(committed_db, clock, [Scope.RESERVATIONS_INGEST], ["H1"])
+        # Both batches look for an ACTIVE order of the key before either creates it.
+        _slow(monkeypatch, ingest, "_active_orders")
+        answers = await asyncio.gather(api.ingest(client, body("H1", [item(cn="K42")], message=1)),
+                                       api.ingest(client, body("H1", [item("cancel", cn="k 42")], message=2)))
+        assert [a.status_code for a in answers] == [201, 201]
+        orders = {a.json()["items"][0]["order_id"] for a in answers}
+        assert len(orders) == 1
+        assert await _scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_order") == 1
+        positions = sorted(a.json()["items"][0]["execution_order"] for a in answers)
+        assert positions == [1, 2]
+        await _rsv_rules_hold(committed_db)
