@@ -18,11 +18,12 @@ from sqlalchemy import text
 from tenet.app import create_app
 from tenet.db.database import Database
 from tenet.iam.permissions import Scope
-from tenet.reservations import ingest, queries
+from tenet.reservations import ingest, queries, service
 from tests.conftest import test_settings
 from tests.reservations.conftest import (
     ReservationApi,
     body,
+    confirmable,
     item,
     make_client,
 )
@@ -109,4 +110,99 @@ class TestIngestRaces:
         assert await _scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_order") == 1
         positions = sorted(a.json()["items"][0]["execution_order"] for a in answers)
         assert positions == [1, 2]
+        await _rsv_rules_hold(committed_db)
+
+
+async def _world(committed_db, people, clock):
+    from tests.reservations.conftest import make_world
+
+    return await make_world(committed_db, people, clock)
+
+
+async def _ingested(api, world, *items: str) -> list[dict]:
+    return (await api.ingest_ok(world.ingest1, body("H1", list(items))))["items"]
+
+
+def _codes(responses) -> list[tuple[int, str | None]]:
+    return sorted((r.status_code, r.json().get("code")) for r in responses)
+
+
+class TestTaskRaces:
+    @pytest.mark.invariant("RSV-INV-12")
+    async def test_two_confirms_of_one_task_have_one_winner(self, api, committed_db, people, clock, monkeypatch):
+        world = await _world(committed_db, people, clock)
+        (result,) = await _ingested(api, world, item(cn="RC1"))
+        task = await api.task(world.agent, result["task_id"])
+        _slow(monkeypatch, service, "load_task")  # both read PENDING_CONFIRM at version 1 before either writes
+        payload = {"payload": confirmable(task)}
+        answers = await asyncio.gather(*(api.post(world.agent, f"/tasks/{task['id']}/confirm", payload, version=1)
+                                         for _ in range(2)))
+        assert _codes(answers) in ([(200, None), (409, "TASK_NOT_EDITABLE")],
+                                   [(200, None), (412, "PRECONDITION_FAILED")])
+        await _rsv_rules_hold(committed_db)
+
+    @pytest.mark.invariant("RSV-INV-17")
+    async def test_confirm_against_move_one_wins_the_other_sees_a_newer_version(self, api, committed_db, people,
+                                                                              clock, monkeypatch):
+        world = await _world(committed_db, people, clock)
+        first, other = await _ingested(api, world, item(cn="RM1"), item(cn="RM2"))
+        task = await api.task(world.agent, first["task_id"])
+        _slow(monkeypatch, service, "load_task")
+        answers = await asyncio.gather(
+            api.post(world.agent, f"/tasks/{task['id']}/confirm", {"payload": confirmable(task)}, version=1),
+            api.post(world.agent, f"/tasks/{task['id']}/move", {"order_id": other["order_id"]}, version=1))
+        statuses = sorted(a.status_code for a in answers)
+        assert statuses[0] == 200 and statuses[1] in (409, 412), [a.text for a in answers]
+        final = await api.task(world.agent, task["id"])
+        assert (final["task_status"] == "READY") != (final["order_id"] == other["order_id"])
+        await _rsv_rules_hold(committed_db)
+
+    @pytest.mark.invariant("RSV-INV-14")
+    async def test_two_executes_of_one_task_run_the_operations_once(self, api, committed_db, people, clock,
+                                                                    monkeypatch):
+        world = await _world(committed_db, people, clock)
+        (result,) = await _ingested(api, world, item(cn="RE1"))
+        await api.confirm_ok(world.agent, result["task_id"])
+        _slow(monkeypatch, service, "load_task")
+        answers = await asyncio.gather(*(api.execute(world.agent, result["task_id"]) for _ in range(2)))
+        assert _codes(answers) == [(200, None), (409, "TASK_NOT_READY")]
+        attempts = "SELECT count(*) FROM reservation.workflow_reservation_opera_operation_attempt"
+        assert await _scalar(committed_db, attempts) == 2
+        assert await _scalar(committed_db, "SELECT count(*) FROM reservation.opera_simulator_write") == 1
+        await _rsv_rules_hold(committed_db)
+
+    @pytest.mark.invariant("RSV-INV-15")
+    async def test_two_retries_naming_the_same_attempt_count_add_one_attempt(self, api, committed_db, people, clock,
+                                                                             monkeypatch):
+        world = await _world(committed_db, people, clock)
+        (result,) = await _ingested(api, world, item(cn="RR1"))
+        task = await api.task(world.agent, result["task_id"])
+        await api.post(world.agent, f"/tasks/{task['id']}/confirm",
+                       {"payload": confirmable(task, opera_simulation_outcome="FAIL_WRITE_ALWAYS")}, version=1)
+        write = (await api.execute(world.agent, task["id"])).json()["operations"][1]
+        _slow(monkeypatch, service, "load_task")
+        answers = await asyncio.gather(*(api.post(world.agent, f"/operations/{write['id']}/retry", version=1)
+                                         for _ in range(2)))
+        assert _codes(answers) == [(200, None), (412, "PRECONDITION_FAILED")]
+        assert await _scalar(committed_db, "SELECT attempt_count FROM reservation.workflow_reservation_opera_operation "
+                             "WHERE id = :id", id=int(write["id"])) == 2
+        await _rsv_rules_hold(committed_db)
+
+    @pytest.mark.invariant("RSV-INV-09")
+    async def test_end_against_an_ingest_into_the_order(self, api, committed_db, people, clock, monkeypatch):
+        world = await _world(committed_db, people, clock)
+        (result,) = await _ingested(api, world, item(cn="RX1"))
+        await api.post(world.agent, f"/tasks/{result['task_id']}/abandon", {"reason": "x"}, version=1)
+        _slow(monkeypatch, ingest, "_active_orders")  # the ingest matches the order, then waits
+        answers = await asyncio.gather(
+            api.ingest(world.ingest1, body("H1", [item("cancel", cn="RX1")])),
+            api.post(world.agent, f"/orders/{result['order_id']}/end", {}))
+        assert [a.status_code for a in answers] == [201, 200] or answers[1].status_code == 409
+        landed = answers[0].json()["items"][0]
+        order = await api.order(world.agent, result["order_id"])
+        if order["order_status"] == "ENDED":
+            assert landed["order_id"] != result["order_id"]  # it went elsewhere; the ended order took nothing
+        else:
+            assert landed["order_id"] == result["order_id"]
+            assert answers[1].json()["code"] == "ORDER_HAS_UNFINISHED_TASKS"
         await _rsv_rules_hold(committed_db)

@@ -10,6 +10,7 @@ DOMAIN = Domain(
     settings=ReservationSettings,
     modules=("tenet.reservations.models", "tenet.reservations.invariants", "tenet.reservations.lifecycles"),
     api="tenet.reservations.api",
+    jobs="tenet.reservations.tasks",
     events="tenet.reservations.events",
     permissions=POINTS,
     locks=(

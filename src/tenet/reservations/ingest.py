@@ -318,6 +318,7 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
     # temporary order.
     target: dict[int, tuple[str, Any]] = {}
     groups: dict[str, tuple[str, Any]] = {}
+    creating: set[tuple[str, str]] = set()  # keys a new ACTIVE order is made for in this batch
     for position in processing:
         item = items[position]
         chosen: tuple[str, Any] | None = None
@@ -331,9 +332,11 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
         if chosen is None and item.linked_task_group_id is not None and not item.is_error:
             chosen = groups.get(item.linked_task_group_id)
         if chosen is None:
-            chosen = next((("order", matched[key]) for key in _match_keys(item) if key in matched), None)
+            chosen = next((("order", matched[key]) if key in matched else ("new", key)
+                           for key in _match_keys(item) if key in matched or key in creating), None)
         if chosen is None and (key := _new_key(item)) is not None:
             chosen = ("new", key)
+            creating.add(key)
         if chosen is None:
             chosen = ("temp", ("event", item.source_event_index) if item.source_event_index is not None
                       and not item.is_error else ("item", position))

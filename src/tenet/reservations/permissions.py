@@ -94,7 +94,7 @@ def visible_sql(column: str, *, style: str = "psycopg") -> str:
     text() (`:v_all`) placeholders."""
     p = {"psycopg": lambda n: f"%({n})s", "sqlalchemy": lambda n: f":{n}"}[style]
     staff = f"SELECT 1 FROM reservation.hotel_staff vs WHERE vs.hotel_id = {column} AND vs.user_id = {p('v_user')}"  # noqa: S608
-    return f"({p('v_all')} OR {column} = ANY({p('v_hotels')}::text[]) OR EXISTS ({staff}))"
+    return f"({p('v_all')} OR {column} = ANY(CAST({p('v_hotels')} AS text[])) OR EXISTS ({staff}))"
 
 
 def require_read(principal: Principal) -> Viewer:

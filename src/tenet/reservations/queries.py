@@ -95,10 +95,14 @@ _COUNTS = f"""
 ORDER_TASK_PAGE = 200
 # The order, its counts and first open task, and one page of its tasks in queue order (LEFT JOIN: an order
 # without tasks is one row with NULL task columns; no row at all is 404).
+_ORDER_FIELDS = ("id", "hotel_id", "order_key_type", "order_business_key", "temporary_order_code", "order_status",
+                 "business_key_source", "business_key_backfilled_at", "display_name", "source_message_id",
+                 "created_from_task_id", "merged_into_order_id", "ended_at", "logic_deleted_at",
+                 "logic_deleted_reason", "version", "created_at", "updated_at")
 ORDER_SQL = f"""
     WITH o AS (SELECT * FROM {_O} o WHERE o.id = %(order_id)s AND {visible_sql("o.hotel_id")})
-    SELECT {_ORDER_COLUMNS}, cnt.*, nxt.next_task_id, nxt.next_task_id AS first_open_id, nxt.first_open_order,
-           t.id AS task_id, {_TASK_COLUMNS.replace("t.id AS task_id, ", "")}
+    SELECT {", ".join(f"o.{name} AS o_{name}" for name in _ORDER_FIELDS)}, cnt.*, nxt.next_task_id,
+           nxt.next_task_id AS first_open_id, nxt.first_open_order, {_TASK_COLUMNS}
       FROM o {_COUNTS}
       LEFT JOIN LATERAL (SELECT * FROM {_T} t WHERE t.hotel_id = o.hotel_id AND t.order_id = o.id
                             AND t.execution_order > %(after)s
@@ -174,13 +178,9 @@ async def operations(reads: Reads, *, task_id: int, viewer: Viewer) -> list[dict
     return [views.operation_read(row, viewer) for row in rows if row["id"] is not None]
 
 
-def _order(row: Row) -> dict[str, Any]:
-    return {**{key: row[key] for key in (
-        "id", "hotel_id", "order_key_type", "order_business_key", "temporary_order_code", "order_status",
-        "business_key_source", "business_key_backfilled_at", "display_name", "source_message_id",
-        "created_from_task_id", "merged_into_order_id", "ended_at", "logic_deleted_at", "logic_deleted_reason",
-        "version", "created_at", "updated_at", "next_task_id")},
-        "task_counts": {key: row[key] for key in ("pending_confirm", "ready", "executing", "completed", "failed")}}
+def _order(row: Row, prefix: str = "") -> dict[str, Any]:
+    return {**{key: row[prefix + key] for key in _ORDER_FIELDS}, "next_task_id": row["next_task_id"],
+            "task_counts": {key: row[key] for key in ("pending_confirm", "ready", "executing", "completed", "failed")}}
 
 
 async def order(reads: Reads, *, order_id: int, viewer: Viewer, after: int = 0,
@@ -191,7 +191,7 @@ async def order(reads: Reads, *, order_id: int, viewer: Viewer, after: int = 0,
     tasks = [row for row in rows if row["task_id"] is not None]
     more = len(tasks) > limit
     tasks = tasks[:limit]
-    return {**_order(rows[0]), "tasks": [views.task_summary(row, viewer) for row in tasks],
+    return {**_order(rows[0], "o_"), "tasks": [views.task_summary(row, viewer) for row in tasks],
             "tasks_next_cursor": str(tasks[-1]["execution_order"]) if more else None}
 
 

@@ -151,7 +151,9 @@ async def save_draft(session: AsyncSession, *, task_id: int, payload: dict[str, 
     if issues:
         raise errors.TaskCardPayloadInvalid(errors=[issue.as_dict() for issue in issues])
     card = await load_card(session, hotel_id, task_id)
+    # (read before the writes: the ORM refreshes these objects from the UPDATEs' results)
     before = {"version": task.version, "field_contract_version": card.field_contract_version}
+    previous_draft = card.draft_payload_json
     moved = await transition(session, lifecycles.TASK, "save_draft", model=Task, id=task_id,
                              where=(Task.hotel_id == hotel_id,), values={"updated_at": now},
                              expected_version=want.value, refuse=task_refusal(want, errors.TaskNotEditable),
@@ -162,7 +164,7 @@ async def save_draft(session: AsyncSession, *, task_id: int, payload: dict[str, 
     await audit.record(session, Entry(
         hotel_id, "reservation.task.draft_saved", order_id=order_id, task_id=task_id, before=before,
         after={"version": moved.version, "field_contract_version": definition.field_contract_version,
-               "changed_fields": validation.changed_fields(card.draft_payload_json, values),
+               "changed_fields": validation.changed_fields(previous_draft, values),
                "payload_sha256": payload_sha256(values)}), actor=AuditActor.of(viewer.principal), now=now)
 
 
@@ -185,6 +187,7 @@ async def confirm_task(session: AsyncSession, *, task_id: int, payload: dict[str
     values, issues = validation.validate(definition, payload, mode="confirm", prefill=prefill)
     if issues:
         raise errors.TaskCardPayloadInvalid(errors=[issue.as_dict() for issue in issues])
+    before = {"task_status": task.task_status, "version": task.version}
     moved = await transition(session, lifecycles.TASK, "confirm", model=Task, id=task_id,
                              where=(Task.hotel_id == hotel_id,), values={"confirmed_at": now, "updated_at": now},
                              expected_version=want.value, refuse=task_refusal(want, errors.TaskNotEditable),
@@ -194,8 +197,7 @@ async def confirm_task(session: AsyncSession, *, task_id: int, payload: dict[str
         field_contract_version=definition.field_contract_version, updated_at=now))
     await touch_order(session, hotel_id, order_id, now)
     await audit.record(session, Entry(
-        hotel_id, "reservation.task.confirmed", order_id=order_id, task_id=task_id,
-        before={"task_status": "PENDING_CONFIRM", "version": task.version},
+        hotel_id, "reservation.task.confirmed", order_id=order_id, task_id=task_id, before=before,
         after={"task_status": moved.task_status, "version": moved.version, "payload_sha256": payload_sha256(values),
                "changed_fields": validation.changed_fields(prefill, values)}),
         actor=AuditActor.of(viewer.principal), now=now)
@@ -217,6 +219,8 @@ async def convert_task(session: AsyncSession, *, task_id: int, task_card_type: s
     await refuse_if_blocked(session, task)
     system_task_type = next(t for t, cards in CARDS_OF_TYPE.items() if task_card_type in cards)
     version = provider.current_version(task_card_type)
+    before = {"system_task_type": task.system_task_type, "task_card_type": task.task_card_type,
+              "version": task.version}
     moved = await transition(session, lifecycles.TASK, "convert", model=Task, id=task_id,
                              where=(Task.hotel_id == hotel_id, Task.system_task_type == "MANUAL_REVIEW"),
                              values={"system_task_type": system_task_type, "task_card_type": task_card_type,
@@ -228,8 +232,7 @@ async def convert_task(session: AsyncSession, *, task_id: int, task_card_type: s
         draft_updated_by=None, draft_updated_at=None, updated_at=now))
     await touch_order(session, hotel_id, order_id, now)
     await audit.record(session, Entry(
-        hotel_id, "reservation.task.converted", order_id=order_id, task_id=task_id,
-        before={"system_task_type": task.system_task_type, "task_card_type": task.task_card_type},
+        hotel_id, "reservation.task.converted", order_id=order_id, task_id=task_id, before=before,
         after={"system_task_type": system_task_type, "task_card_type": task_card_type, "version": moved.version}),
         actor=AuditActor.of(viewer.principal), now=now)
 
@@ -243,6 +246,7 @@ async def abandon_task(session: AsyncSession, *, task_id: int, reason: str, want
     task = await load_task(session, hotel_id, task_id)
     if task.task_status not in OPEN or not task.queue_participation:
         raise errors.TaskAlreadyFinished(current_status=task.task_status)
+    before = {"task_status": task.task_status, "version": task.version}
     moved = await transition(session, lifecycles.TASK, "abandon", model=Task, id=task_id,
                              where=(Task.hotel_id == hotel_id,),
                              values={"failed_at": now, "last_failure_reason": reason, "updated_at": now},
@@ -250,8 +254,7 @@ async def abandon_task(session: AsyncSession, *, task_id: int, reason: str, want
                              status_attr="task_status")
     await touch_order(session, hotel_id, order_id, now)
     await audit.record(session, Entry(
-        hotel_id, "reservation.task.abandoned", order_id=order_id, task_id=task_id, reason=reason,
-        before={"task_status": task.task_status, "version": task.version},
+        hotel_id, "reservation.task.abandoned", order_id=order_id, task_id=task_id, reason=reason, before=before,
         after={"task_status": moved.task_status, "version": moved.version}),
         actor=AuditActor.of(viewer.principal), now=now)
 
@@ -297,10 +300,11 @@ async def move_task(session: AsyncSession, *, task_id: int, target_order_id: int
     target = orders[target_order_id]
     if target.order_status not in lifecycles.OPEN_ORDER_STATES:
         raise errors.OrderNotAcceptingTasks(order_status=target.order_status)
+    before = {"order_id": source_id, "execution_order": task.execution_order, "version": task.version}
     (moved,) = await append_to_queue(session, hotel_id=hotel_id, task_ids=[task_id], target=target, want=want,
                                      now=now)
     entries = [Entry(hotel_id, "reservation.task.moved", order_id=target_order_id, task_id=task_id,
-                     before={"order_id": source_id, "execution_order": task.execution_order, "version": task.version},
+                     before=before,
                      after={"order_id": target_order_id, "execution_order": moved.execution_order,
                             "version": moved.version})]
     source = orders[source_id]
@@ -373,6 +377,7 @@ async def close_locked(session: AsyncSession, order: Order, *, to: str, reason: 
         {"h": order.hotel_id, "o": order.id})).scalars().all()
     if open_tasks:
         raise errors.OrderHasUnfinishedTasks(open_task_ids=[str(t) for t in open_tasks])
+    before = {"order_status": order.order_status, "version": order.version}
     values: dict[str, Any] = {"updated_at": now}
     if to == "ENDED":
         values["ended_at"] = now
@@ -389,8 +394,7 @@ async def close_locked(session: AsyncSession, order: Order, *, to: str, reason: 
                               expected_version=None if want is None else want.value, refuse=refuse,
                               status_attr="order_status")
     action = "reservation.order.ended" if to == "ENDED" else "reservation.order.logic_deleted"
-    await audit.record(session, Entry(order.hotel_id, action, order_id=order.id, reason=reason,
-                                      before={"order_status": order.order_status, "version": order.version},
+    await audit.record(session, Entry(order.hotel_id, action, order_id=order.id, reason=reason, before=before,
                                       after={"order_status": to, "version": closed.version}), actor=actor, now=now)
     return closed
 

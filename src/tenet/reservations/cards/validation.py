@@ -141,6 +141,8 @@ def _object(fields: tuple[FieldDefinition, ...], payload: dict[str, Any], prefix
     found: dict[str, Any] = {}
     for definition in fields:
         value = payload.get(definition.key)
+        if _absent(value) and required and definition.default is not None:
+            value = definition.default  # confirming fills in what the agent left at its default
         if _absent(value):
             if required and definition.required:
                 issues.append(Issue(prefix + definition.key, "REQUIRED"))
@@ -190,8 +192,6 @@ def validate(definition: CardDefinition, payload: dict[str, Any], *, mode: Mode,
                     issues.append(Issue(field.key, "NOT_EDITABLE"))
                 elif ai_value is not None:
                     values[field.key] = ai_value
-            elif field.key not in values and field.default is not None:
-                values[field.key] = field.default
         _rules(definition, values, issues)
     return values, issues
 
