@@ -206,3 +206,51 @@ class TestTaskRaces:
             assert landed["order_id"] == result["order_id"]
             assert answers[1].json()["code"] == "ORDER_HAS_UNFINISHED_TASKS"
         await _rsv_rules_hold(committed_db)
+
+
+class TestBackfillNeverWaitsOutOfOrder:
+    """The back-fill needs a second order after the first is locked; it never waits for it, so it cannot
+    deadlock with an ingest or a move holding that order: busy -> 409 ORDER_BUSY, nothing recorded, retry."""
+
+    async def _new_booking_for(self, api, world, key: str) -> dict:
+        (result,) = await _ingested(api, world, item("new"))
+        task = await api.task(world.agent, result["task_id"])
+        await api.confirm_ok(world.agent, task["id"], confirmable(task, confirmation_number=key))
+        return result
+
+    @pytest.mark.invariant("RSV-INV-19")
+    async def test_a_held_target_order_refuses_the_merge_and_a_retry_completes_it(self, api, committed_db, people,
+                                                                                  clock):
+        world = await _world(committed_db, people, clock)
+        (existing,) = await _ingested(api, world, item(cn="BF1"))
+        new = await self._new_booking_for(api, world, "BF1")
+        async with committed_db.unit_of_work() as holder:
+            await holder.execute(text("SELECT 1 FROM reservation.workflow_reservation_order WHERE id = :id FOR UPDATE"),
+                                 {"id": int(existing["order_id"])})
+            busy = await api.execute(world.agent, new["task_id"])
+            assert (busy.status_code, busy.json()["code"], busy.headers["retry-after"]) == (409, "ORDER_BUSY", "1")
+        task = await api.task(world.agent, new["task_id"])
+        assert (task["task_status"], task["operations_summary"]["total"]) == ("READY", 0)  # nothing recorded
+        done = await api.execute(world.agent, new["task_id"])
+        assert done.status_code == 200 and done.json()["task"]["task_status"] == "COMPLETED"
+        assert (await api.order(world.agent, new["order_id"]))["merged_into_order_id"] == existing["order_id"]
+        await _rsv_rules_hold(committed_db)
+
+    @pytest.mark.invariant("RSV-INV-19")
+    async def test_a_key_being_created_elsewhere_is_not_waited_for(self, api, committed_db, people, clock):
+        world = await _world(committed_db, people, clock)
+        new = await self._new_booking_for(api, world, "BF2")
+        async with committed_db.unit_of_work() as creator:
+            # An uncommitted ACTIVE order for the same key (an ingest in flight).
+            await creator.execute(text(
+                "INSERT INTO reservation.workflow_reservation_order (hotel_id, order_key_type, order_business_key, "
+                "order_status, business_key_source, created_at, updated_at) VALUES ('H1', 'CONFIRMATION_NUMBER', "
+                "'BF2', 'ACTIVE', 'AI_CANDIDATE', now(), now())"))
+            busy = await asyncio.wait_for(api.execute(world.agent, new["task_id"]), timeout=10)
+            assert (busy.status_code, busy.json()["code"]) == (409, "ORDER_BUSY")
+            await creator.rollback()
+        done = await api.execute(world.agent, new["task_id"])
+        order = await api.order(world.agent, new["order_id"])
+        assert done.json()["task"]["task_status"] == "COMPLETED"
+        assert (order["order_status"], order["order_business_key"]) == ("ACTIVE", "BF2")
+        await _rsv_rules_hold(committed_db)

@@ -177,7 +177,7 @@ register(
     statement="An item the adapter cannot map is kept as an ADAPTER_CONTRACT_ERROR transition with a code from a "
               "closed list and a summary built only from a template, contract member names and expected types "
               "(never a value or an unknown member name), and becomes a MANUAL_REVIEW / FALLBACK_REVIEW task a "
-              "person sees.",
+              "person sees (who may then convert it to a typed task).",
     scope="transitions",
     counterexample="An item whose case_keys is a string is dropped, or its error message quotes "
                    "'guest ada@example.com is not a string' into a column support tooling reads.",
@@ -187,9 +187,10 @@ register(
     concurrency="Not applicable.",
     detector=f"""
         SELECT t.hotel_id, t.id AS transition_id, 'adapter error without a fallback review task' AS problem
-          FROM {_TR} t LEFT JOIN {_T} k ON k.hotel_id = t.hotel_id AND k.ai_transition_id = t.id
+          FROM {_TR} t
          WHERE t.system_process_category = 'ADAPTER_CONTRACT_ERROR'
-           AND (k.id IS NULL OR k.system_task_type <> 'MANUAL_REVIEW' OR k.task_card_type <> 'FALLBACK_REVIEW')
+           AND (t.system_task_type <> 'MANUAL_REVIEW' OR t.task_card_type <> 'FALLBACK_REVIEW'
+                OR NOT EXISTS (SELECT 1 FROM {_T} k WHERE k.hotel_id = t.hotel_id AND k.ai_transition_id = t.id))
         UNION ALL
         SELECT hotel_id, id, 'adapter error message carries payload-looking text' FROM {_TR}
          WHERE adapter_error_message ~ '(@|https?://|[0-9]{{7,}})'
