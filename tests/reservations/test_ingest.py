@@ -277,3 +277,15 @@ class TestOrders:
         assert batch.status_code == 200 and batch.json()["items"] == answer["items"]
         assert (await rsv.get(world.ingest2, f"/ai-batches/{answer['batch_id']}")).status_code == 404
         assert json.loads(json.dumps(batch.json()))["client_id"] == str(world.ingest1.id)
+
+
+class TestLimits:
+    async def test_a_body_over_two_mebibytes_is_refused_before_it_is_read(self, rsv, world, db):
+        raw = body("H1", [item(cn="BIG", fields={"blob": "x" * (2 * 1024 * 1024)})])
+        response = await rsv.ingest(world.ingest1, raw)
+        assert (response.status_code, code(response)) == (413, "PAYLOAD_TOO_LARGE")
+        assert await _rows(db, "SELECT id FROM reservation.workflow_reservation_ai_batch") == []
+
+    async def test_a_body_over_the_default_limit_but_under_the_routes_is_accepted(self, rsv, world):
+        raw = body("H1", [item(cn="MID", fields={"blob": "x" * (1200 * 1024)})])
+        assert (await rsv.ingest(world.ingest1, raw)).status_code == 201

@@ -52,9 +52,14 @@ def _no_personal_data(value: str) -> str:
 
 Reason = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=512),
                    AfterValidator(_no_personal_data)]
-# No control characters (U+001F separates the parts of the batch key), no surrounding whitespace.
-_HOTEL_PATTERN = r"^[^\s\x00-\x1f\x7f]([^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?$"
-HotelId = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_HOTEL_PATTERN)]
+def _printable_id(value: str) -> str:
+    # No control or format characters (U+001F separates the parts of the batch key), no outer whitespace.
+    if not value.isprintable() or value != value.strip():
+        raise ValueError("printable characters only, without leading or trailing whitespace")
+    return value
+
+
+HotelId = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_printable_id)]
 ExpectedVersion = Annotated[int | None, Field(None, ge=1, le=2**53,
                                               description="The version you read (instead of If-Match)")]
 
