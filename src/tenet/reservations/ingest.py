@@ -31,9 +31,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import insert, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam.principal import Principal
@@ -42,7 +42,6 @@ from tenet.reservations import audit, errors
 from tenet.reservations.ai_contract import AI_CONTRACT_VERSION, LISTS, ContractError, MappedItem, map_item
 from tenet.reservations.audit import AuditActor, Entry
 from tenet.reservations.cards.provider import PROVIDER
-from tenet.reservations.models import AiTransition, Task, TaskCard
 from tenet.reservations.rawjson import ByteOffsets, MalformedJson, parse
 
 US = "\x1f"
@@ -150,6 +149,35 @@ def prepare(body: bytes, *, principal: Principal, max_items: int) -> Prepared:
 # --- the write -------------------------------------------------------------------------------------------
 
 
+class Executor(Protocol):
+    """Runs one statement (SQLAlchemy-style `:name` placeholders) and answers its rows as dicts. Tenet runs the
+    ingest on its unit of work; the bench's baseline runs the very same statements on a bare psycopg cursor."""
+
+    async def __call__(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+
+def session_executor(session: AsyncSession) -> Executor:
+    async def run(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        result = await session.execute(text(sql), params)
+        return [dict(row._mapping) for row in result] if result.returns_rows else []
+
+    return run
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+async def _insert(run: Executor, table: str, rows: list[dict[str, Any]]) -> None:
+    """Many rows in one statement with one parameter (the rows as JSON, decoded by PostgreSQL into the
+    table's own row type): the same statement whatever the batch size."""
+    if not rows:
+        return
+    columns = ", ".join(rows[0])
+    await run(f"INSERT INTO reservation.{table} ({columns}) SELECT {columns} FROM "
+              f"json_populate_recordset(NULL::reservation.{table}, CAST(:rows AS json))", {"rows": _json(rows)})
+
+
 class BatchExists(Exception):
     """The batch key is taken (a replay, or a request id reused): the route answers from the stored batch."""
 
@@ -189,13 +217,13 @@ def _processing_order(items: list[MappedItem]) -> tuple[list[int], dict[int, int
     return order, parent_of, cyclic
 
 
-async def _earlier_parents(session: AsyncSession, prepared: Prepared, batch_id: int,
+async def _earlier_parents(run: Executor, prepared: Prepared, batch_id: int,
                            indexes: Iterable[int]) -> dict[int, dict[str, Any]]:
     """The newest queue task of an earlier batch of this message for each source event index."""
     wanted = sorted(set(indexes))
     if not wanted:
         return {}
-    rows = (await session.execute(text(f"""
+    rows = await run(f"""
         SELECT DISTINCT ON (t.source_event_index) t.source_event_index, k.id AS task_id, k.order_id,
                o.order_status
           FROM reservation.workflow_reservation_ai_transition t
@@ -203,23 +231,22 @@ async def _earlier_parents(session: AsyncSession, prepared: Prepared, batch_id: 
           JOIN {_O} o ON o.hotel_id = k.hotel_id AND o.id = k.order_id
          WHERE t.hotel_id = :h AND t.source_message_id = :m AND t.batch_id <> :b
            AND t.source_event_index = ANY(:idx) AND k.queue_participation
-         ORDER BY t.source_event_index, t.id DESC"""),
-        {"h": prepared.hotel_id, "m": prepared.source_message_id, "b": batch_id, "idx": wanted})).mappings().all()
-    return {row["source_event_index"]: dict(row) for row in rows}
+         ORDER BY t.source_event_index, t.id DESC""",
+        {"h": prepared.hotel_id, "m": prepared.source_message_id, "b": batch_id, "idx": wanted})
+    return {row["source_event_index"]: row for row in rows}
 
 
-async def _active_orders(session: AsyncSession, hotel_id: str,
-                         keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+async def _active_orders(run: Executor, hotel_id: str, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
     if not keys:
         return {}
     types, values = zip(*sorted(keys), strict=True)
-    rows = await session.execute(text(f"""
+    rows = await run(f"""
         SELECT id, order_key_type, order_business_key FROM {_O}
          WHERE hotel_id = :h AND order_status = 'ACTIVE'
            AND (order_key_type, order_business_key) IN (SELECT * FROM unnest(CAST(:types AS text[]),
-                                                                             CAST(:keys AS text[])))"""),
+                                                                             CAST(:keys AS text[])))""",
         {"h": hotel_id, "types": list(types), "keys": list(values)})
-    return {(row.order_key_type, row.order_business_key): row.id for row in rows}
+    return {(row["order_key_type"], row["order_business_key"]): row["id"] for row in rows}
 
 
 def _new_key(item: MappedItem) -> tuple[str, str] | None:
@@ -245,7 +272,7 @@ def _match_keys(item: MappedItem) -> list[tuple[str, str]]:
     return found
 
 
-async def _allocate_ids(session: AsyncSession, count: int) -> dict[str, list[int]]:
+async def _allocate_ids(run: Executor, count: int) -> dict[str, list[int]]:
     """Ids for the batch's transitions, tasks and cards in one round trip, ascending: tasks are inserted
     parents first, so a parent's id is always smaller than its child's (ck_rsv_task_parent_before_child)."""
     tables = {"transition": "workflow_reservation_ai_transition", "task": "workflow_reservation_task",
@@ -253,14 +280,16 @@ async def _allocate_ids(session: AsyncSession, count: int) -> dict[str, list[int
     columns = ", ".join(
         f"ARRAY(SELECT nextval(pg_get_serial_sequence('reservation.{table}', 'id')) "
         f"FROM generate_series(1, :n)) AS {name}" for name, table in tables.items())
-    row = (await session.execute(text(f"SELECT {columns}"), {"n": count})).mappings().one()
+    (row,) = await run(f"SELECT {columns}", {"n": count})
     return {name: sorted(row[name]) for name in tables}
 
 
-async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Principal, now: datetime) -> dict[str, Any]:
+async def ingest(db: AsyncSession | Executor, prepared: Prepared, *, principal: Principal,
+                 now: datetime) -> dict[str, Any]:
     """Write the batch; answer its stored first answer (`items` and the batch facts). Raises BatchExists when
     the key is already taken (the caller answers from the stored batch)."""
-    batch_id = (await session.execute(text(f"""
+    run = session_executor(db) if isinstance(db, AsyncSession) else db
+    claimed = await run(f"""
         WITH hotel AS (INSERT INTO reservation.hotel (hotel_id, created_at, updated_at) VALUES (:h, :now, :now)
                        ON CONFLICT (hotel_id) DO NOTHING)
         INSERT INTO reservation.workflow_reservation_ai_batch (hotel_id, source_message_id, request_payload_sha256,
@@ -268,20 +297,21 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
                extraction_warnings_json, ai_contract_version, created_at, updated_at)
         VALUES (:h, :m, :sha, :key, :basis, :client, :request_id, :now, :count, :body, :warnings,
                 '{AI_CONTRACT_VERSION}', :now, :now)
-        ON CONFLICT (hotel_id, batch_idempotency_key) DO NOTHING RETURNING id"""),
+        ON CONFLICT (hotel_id, batch_idempotency_key) DO NOTHING RETURNING id""",
         {"h": prepared.hotel_id, "m": prepared.source_message_id, "sha": prepared.body_sha, "key": prepared.key,
          "basis": "REQUEST_ID" if prepared.request_id is not None else "BODY", "client": principal.id,
          "request_id": prepared.request_id, "now": now, "count": len(prepared.items), "body": prepared.body,
-         "warnings": prepared.extraction_warnings_json})).scalar_one_or_none()
-    if batch_id is None:
+         "warnings": prepared.extraction_warnings_json})
+    if not claimed:
         raise BatchExists()
+    batch_id = claimed[0]["id"]
 
     items = list(prepared.items)
     processing, parent_of, cyclic = _processing_order(items)
     for position in cyclic:
         items[position] = items[position].failed(ContractError("PARENT_CYCLE"))
     processing, parent_of, _ = _processing_order(items)
-    earlier = await _earlier_parents(session, prepared, batch_id, (
+    earlier = await _earlier_parents(run, prepared, batch_id, (
         item.parent_source_event_index for position, item in enumerate(items)
         if item.parent_source_event_index is not None and not item.is_error and position not in parent_of))
     parent_task: dict[int, tuple[str, int]] = {}
@@ -307,9 +337,9 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
                 if items[position].blocked_until_parent_completed:
                     items[position] = items[position].failed(ContractError("PARENT_NOT_FOUND"))
 
-    matched = await _active_orders(session, prepared.hotel_id,
+    matched = await _active_orders(run, prepared.hotel_id,
                                    {key for item in items for key in _match_keys(item)})
-    ids = await _allocate_ids(session, len(items))
+    ids = await _allocate_ids(run, len(items))
     task_id = dict(zip(processing, ids["task"], strict=True))
     transition_id = dict(zip(processing, ids["transition"], strict=True))
     card_id = dict(zip(processing, ids["card"], strict=True))
@@ -359,7 +389,7 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
     new_keys = sorted({t[1] for t in target.values() if t[0] == "new"})
     created: dict[tuple[str, str], int] = {}
     if new_keys:
-        rows = await session.execute(text(f"""
+        rows = await run(f"""
             INSERT INTO {_O} (hotel_id, order_key_type, order_business_key, order_status, business_key_source,
                               display_name, source_message_id, created_from_task_id, last_execution_order,
                               created_at, updated_at)
@@ -369,13 +399,13 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
                           CAST(:counts AS integer[])) WITH ORDINALITY AS k(key_type, business_key, task, n, i)
              ORDER BY k.i
             ON CONFLICT (hotel_id, order_key_type, order_business_key) WHERE order_status = 'ACTIVE' DO NOTHING
-            RETURNING id, order_key_type, order_business_key"""),
+            RETURNING id, order_key_type, order_business_key""",
             {"h": prepared.hotel_id, "m": prepared.source_message_id, "now": now,
              "types": [k[0] for k in new_keys], "keys": [k[1] for k in new_keys],
              "tasks": [first_task[("new", k)] for k in new_keys], "counts": [counts[("new", k)] for k in new_keys]})
-        created = {(row.order_key_type, row.order_business_key): row.id for row in rows}
+        created = {(row["order_key_type"], row["order_business_key"]): row["id"] for row in rows}
         lost = set(new_keys) - set(created)
-        winners = await _active_orders(session, prepared.hotel_id, lost)
+        winners = await _active_orders(run, prepared.hotel_id, lost)
         for position, chosen in list(target.items()):
             if chosen[0] == "new" and chosen[1] not in created:
                 won = winners.get(chosen[1])
@@ -387,10 +417,9 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
     status_of: dict[int, str] = {order_id: "ACTIVE" for order_id in created.values()}
     existing = sorted({chosen[1] for chosen in target.values() if chosen[0] == "order"})
     if existing:
-        locked = (await session.execute(text(
-            f"SELECT id, order_status FROM {_O} WHERE hotel_id = :h AND id = ANY(:ids) ORDER BY id FOR UPDATE"),
-            {"h": prepared.hotel_id, "ids": existing})).all()
-        status_of.update({row.id: row.order_status for row in locked})
+        locked = await run(f"SELECT id, order_status FROM {_O} WHERE hotel_id = :h AND id = ANY(:ids) "
+                           "ORDER BY id FOR UPDATE", {"h": prepared.hotel_id, "ids": existing})
+        status_of.update({row["id"]: row["order_status"] for row in locked})
         for position, chosen in list(target.items()):
             if chosen[0] == "order" and status_of.get(chosen[1]) not in ("TEMPORARY", "ACTIVE"):
                 target[position] = ("temp", ("closed", chosen[1]))
@@ -398,19 +427,19 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
     counts, first_task = tally()
     start_at: dict[int, int] = {order_id: 0 for order_id in created.values()}
     if existing:
-        rows = await session.execute(text(f"""
+        rows = await run(f"""
             UPDATE {_O} o SET last_execution_order = o.last_execution_order + c.n, updated_at = :now
               FROM unnest(CAST(:ids AS bigint[]), CAST(:counts AS integer[])) AS c(id, n)
              WHERE o.hotel_id = :h AND o.id = c.id
-            RETURNING o.id, o.last_execution_order - c.n AS before"""),
+            RETURNING o.id, o.last_execution_order - c.n AS before""",
             {"h": prepared.hotel_id, "now": now, "ids": existing,
              "counts": [counts[("order", order_id)] for order_id in existing]})
-        start_at.update({row.id: row.before for row in rows})
+        start_at.update({row["id"]: row["before"] for row in rows})
 
     order_ids: dict[tuple[str, Any], int] = {("new", key): order_id for key, order_id in created.items()}
     temp_groups = sorted({chosen[1] for chosen in target.values() if chosen[0] == "temp"}, key=repr)
     if temp_groups:
-        rows = await session.execute(text(f"""
+        rows = await run(f"""
             WITH fresh AS (
                 SELECT nextval(pg_get_serial_sequence('{_O}', 'id')) AS id, t.i, t.card, t.task, t.n
                   FROM unnest(CAST(:cards AS text[]), CAST(:tasks AS bigint[]), CAST(:counts AS integer[]))
@@ -420,13 +449,13 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
             SELECT f.id, :h, 'TEMPORARY', 'TMP-' || f.id, 'TEMPORARY', 'TMP-' || f.id || ' · ' || f.card, :m, f.task,
                    f.n, :now, :now
               FROM fresh f ORDER BY f.i
-            RETURNING id, created_from_task_id"""),
+            RETURNING id, created_from_task_id""",
             {"h": prepared.hotel_id, "m": prepared.source_message_id, "now": now,
              "cards": [items[processing[ids["task"].index(first_task[("temp", g)])]].task_card_type
                        for g in temp_groups],
              "tasks": [first_task[("temp", g)] for g in temp_groups],
              "counts": [counts[("temp", g)] for g in temp_groups]})
-        by_first_task = {row.created_from_task_id: row.id for row in rows}
+        by_first_task = {row["created_from_task_id"]: row["id"] for row in rows}
         for group in temp_groups:
             order_ids[("temp", group)] = by_first_task[first_task[("temp", group)]]
             status_of[order_ids[("temp", group)]] = "TEMPORARY"
@@ -503,10 +532,9 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
             "execution_order": position_in_order[position], "adapter_error_code": item.adapter_error_code,
             "adapter_error_message": item.adapter_error_message,
         }
-    if items:
-        await session.execute(insert(AiTransition), transitions)
-        await session.execute(insert(Task), tasks)
-        await session.execute(insert(TaskCard), cards)
+    await _insert(run, "workflow_reservation_ai_transition", transitions)
+    await _insert(run, "workflow_reservation_task", tasks)
+    await _insert(run, "workflow_reservation_task_card", cards)
 
     categories: dict[str, int] = defaultdict(int)
     for item in items:
@@ -528,17 +556,12 @@ async def ingest(session: AsyncSession, prepared: Prepared, *, principal: Princi
                                     "queue_participation": row["queue_participation"],
                                     "execution_order": row["execution_order"],
                                     "transition_id": row["ai_transition_id"]}))
-    await audit.record(session, *entries, actor=AuditActor.of(principal), now=now)
+    await _insert(run, "workflow_reservation_audit_log", audit.rows(entries, actor=AuditActor.of(principal), now=now))
 
     ordered = [answers[position] for position in range(len(items))]
-    await session.execute(text(
-        "UPDATE reservation.workflow_reservation_ai_batch SET response_items_json = CAST(:items AS jsonb), "
-        "updated_at = :now WHERE hotel_id = :h AND id = :b"),
-        {"items": _json(ordered), "now": now, "h": prepared.hotel_id, "b": batch_id})
+    await run("UPDATE reservation.workflow_reservation_ai_batch SET response_items_json = CAST(:items AS jsonb), "
+              "updated_at = :now WHERE hotel_id = :h AND id = :b",
+              {"items": _json(ordered), "now": now, "h": prepared.hotel_id, "b": batch_id})
     return {"batch_id": batch_id, "hotel_id": prepared.hotel_id, "source_message_id": prepared.source_message_id,
             "request_id": prepared.request_id, "request_payload_sha256": prepared.body_sha,
             "batch_idempotency_key": prepared.key, "item_count": len(items), "items": ordered}
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
