@@ -115,6 +115,14 @@ class TestHotelScope:
         assert (left, audit) == (0, ["ACCOUNT_DELETED"])
         await rsv_invariants_hold(db)
 
+    @pytest.mark.parametrize("path", [
+        "/orders?hotel_id=H%00", "/orders?hotel_id=H1&business_key=a%00b", "/audit-logs?hotel_id=H%00",
+        "/audit-logs?hotel_id=H1&action=a%00", "/hotels/H%00/staff", "/task-card-definitions/X%00",
+        "/orders/99999999999999999999", "/tasks/0", "/orders?hotel_id=H1&cursor=%00"])
+    async def test_odd_text_and_forged_ids_are_refused_never_a_500(self, rsv, world, path):
+        response = await rsv.client.get(f"/api/v1/reservations{path}", headers=rsv.headers(world.admin))
+        assert response.status_code in (400, 404, 422), (path, response.status_code, response.text)
+
     async def test_hotels_are_registered_once(self, rsv, world):
         created = await rsv.post(world.admin, "/hotels", {"hotel_id": "H9", "display_name": "Harbour"})
         assert created.status_code == 201

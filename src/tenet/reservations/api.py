@@ -74,6 +74,10 @@ router = APIRouter(prefix=PREFIX, tags=[TAG], route_class=TenetRoute, responses=
 PageDep = Annotated[PageParams, Depends(page_params)]
 TaskId = Annotated[int, Path(ge=1, le=MAX_ID, description="A task id")]
 OrderId = Annotated[int, Path(ge=1, le=MAX_ID, description="An order id")]
+# Free text in queries and paths: printable, no NUL (PostgreSQL text cannot hold it; a 422, never a 500).
+_TEXT = r"^[^\x00-\x1f\x7f]+$"
+HotelQuery = Annotated[str, Query(min_length=1, max_length=64, pattern=_TEXT)]
+HotelPath = Annotated[str, Path(min_length=1, max_length=64, pattern=_TEXT)]
 IfMatch = Annotated[str | None, Header(alias="If-Match", description='The version read, as its ETag: "3"',
                                        max_length=64)]
 Ingester = Annotated[Principal, Depends(require_scope(ReservationScope.INGEST))]
@@ -200,9 +204,10 @@ async def get_batch(batch_id: Annotated[int, Path(ge=1, le=MAX_ID)], principal: 
                         "hotel you may not see.",
             responses=problem_responses(400, 404))
 async def list_orders(principal: CurrentPrincipal, request: Request, params: PageDep,
-                      hotel_id: Annotated[str, Query(min_length=1, max_length=64)],
+                      hotel_id: HotelQuery,
                       status_filter: Annotated[list[OrderStatus] | None, Query(alias="status")] = None,
-                      business_key: Annotated[str | None, Query(min_length=1, max_length=128)] = None) -> Response:
+                      business_key: Annotated[str | None, Query(min_length=1, max_length=128, pattern=_TEXT)] = None,
+                      ) -> Response:
     viewer = require_read(principal)
     key = None
     if business_key is not None:
@@ -413,8 +418,9 @@ async def list_definitions(principal: CurrentPrincipal) -> Response:
             summary="A card type's field contract", responses=problem_responses(404),
             description="The current contract version unless `version` names an older one (cards keep the version "
                         "they were drafted or confirmed under).")
-async def get_definition(task_card_type: Annotated[str, Path(max_length=64)], principal: CurrentPrincipal,
-                         version: Annotated[str | None, Query(max_length=64)] = None) -> Response:
+async def get_definition(task_card_type: Annotated[str, Path(max_length=64, pattern=_TEXT)],
+                         principal: CurrentPrincipal,
+                         version: Annotated[str | None, Query(max_length=64, pattern=_TEXT)] = None) -> Response:
     require_read(principal)
     definition = definitions_api.read(task_card_type, version)
     return json_response(definition, headers={
@@ -426,10 +432,10 @@ async def get_definition(task_card_type: Annotated[str, Path(max_length=64)], pr
             description="reservation:audit:read. Give `hotel_id`, `order_id` or `task_id` (the hotel then comes "
                         "from that row).", responses=problem_responses(400, 404))
 async def list_audit_logs(principal: Auditor, request: Request, params: PageDep,
-                          hotel_id: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+                          hotel_id: Annotated[str | None, Query(min_length=1, max_length=64, pattern=_TEXT)] = None,
                           order_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
                           task_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
-                          action: Annotated[str | None, Query(max_length=128)] = None) -> Response:
+                          action: Annotated[str | None, Query(max_length=128, pattern=_TEXT)] = None) -> Response:
     rows, cursor = await hotels.audit_logs(reads(request), viewer=Viewer(principal), hotel_id=hotel_id,
                                            order_id=order_id, task_id=task_id, action=action, page=params)
     return json_response(Page[AuditLogRead](items=[AuditLogRead.model_validate(r) for r in rows], next_cursor=cursor))
@@ -454,7 +460,7 @@ async def register_hotel(body: HotelCreate, principal: HotelManager, session: Se
 
 @router.get("/hotels/{hotel_id}/staff", response_model=Page[HotelStaffRead], summary="A hotel's assigned staff",
             responses=problem_responses(400, 404))
-async def list_staff(hotel_id: Annotated[str, Path(min_length=1, max_length=64)], principal: HotelManager,
+async def list_staff(hotel_id: HotelPath, principal: HotelManager,
                      request: Request, params: PageDep) -> Response:
     rows, cursor = await hotels.staff(reads(request), hotel_id=hotel_id, page=params)
     return json_response(Page[HotelStaffRead](items=[HotelStaffRead.model_validate(r) for r in rows],
@@ -463,7 +469,7 @@ async def list_staff(hotel_id: Annotated[str, Path(min_length=1, max_length=64)]
 
 @router.put("/hotels/{hotel_id}/staff/{user_id}", status_code=status.HTTP_204_NO_CONTENT,
             summary="Assign an account to a hotel (reservation:hotel:manage)", responses=problem_responses(404, 409))
-async def grant_staff(hotel_id: Annotated[str, Path(min_length=1, max_length=64)], user_id: uuid.UUID,
+async def grant_staff(hotel_id: HotelPath, user_id: uuid.UUID,
                       principal: HotelManager, session: SessionDep, now: NowDep) -> Response:
     await service.grant_staff(session, hotel_id=hotel_id, user_id=user_id, viewer=Viewer(principal), now=now)
     return Response(status_code=204)
@@ -471,7 +477,7 @@ async def grant_staff(hotel_id: Annotated[str, Path(min_length=1, max_length=64)
 
 @router.delete("/hotels/{hotel_id}/staff/{user_id}", status_code=status.HTTP_204_NO_CONTENT,
                summary="Remove an account from a hotel (reservation:hotel:manage)", responses=problem_responses(404))
-async def revoke_staff(hotel_id: Annotated[str, Path(min_length=1, max_length=64)], user_id: uuid.UUID,
+async def revoke_staff(hotel_id: HotelPath, user_id: uuid.UUID,
                        principal: HotelManager, session: SessionDep, now: NowDep) -> Response:
     await service.revoke_staff(session, hotel_id=hotel_id, user_id=user_id, viewer=Viewer(principal), now=now)
     return Response(status_code=204)
