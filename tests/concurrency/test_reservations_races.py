@@ -254,3 +254,77 @@ class TestBackfillNeverWaitsOutOfOrder:
         assert done.json()["task"]["task_status"] == "COMPLETED"
         assert (order["order_status"], order["order_business_key"]) == ("ACTIVE", "BF2")
         await _rsv_rules_hold(committed_db)
+
+
+class TestMoveAgainstClosingTheTarget:
+    """The order row lock is what turns "a task moved into an order being closed" into a stable answer: with
+    it, either the move lands first (and the close is refused) or the close does (and the move is refused);
+    without it, the move acts on a stale read and the database itself refuses the task (RSV-INV-09's
+    trigger): the rule holds either way, but the client would get a 500."""
+
+    async def _setup(self, api, committed_db, people, clock) -> tuple[Any, dict, dict]:
+        world = await _world(committed_db, people, clock)
+        target, misfiled = await _ingested(api, world, item(cn="MT1"), item("review"))
+        await api.post(world.agent, f"/tasks/{target['task_id']}/abandon", {"reason": "done"}, version=1)
+        return world, target, misfiled
+
+    async def _race(self, committed_db, world, target: dict, misfiled: dict, clock) -> list[str]:
+        from tenet.iam.principal import Principal
+        from tenet.kernel.errors import DomainError
+        from tenet.kernel.http import ExpectedVersion
+        from tenet.reservations.permissions import POINTS, Viewer
+
+        viewer = Viewer(Principal(kind="user", id=world.admin.id, permissions=frozenset(p.name for p in POINTS)))
+
+        async def move() -> str:
+            try:
+                async with committed_db.unit_of_work() as session:
+                    await service.move_task(session, task_id=int(misfiled["task_id"]),
+                                            target_order_id=int(target["order_id"]),
+                                            want=ExpectedVersion(1, True), viewer=viewer, now=clock.now())
+            except DomainError as exc:
+                return str(exc.code)
+            except Exception as exc:  # the database refused what a stale read let through
+                return type(exc).__name__
+            return "moved"
+
+        async def close() -> str:
+            await asyncio.sleep(WINDOW / 3)  # the move reads the target first
+            try:
+                async with committed_db.unit_of_work() as session:
+                    await service.close_order(session, order_id=int(target["order_id"]), to="LOGIC_DELETED",
+                                              reason="duplicate", want=None, viewer=viewer, now=clock.now())
+            except DomainError as exc:
+                return str(exc.code)
+            return "closed"
+
+        return list(await asyncio.gather(move(), close()))
+
+    @pytest.mark.invariant("RSV-INV-18")
+    async def test_with_the_lock_one_side_wins_with_a_stable_answer(self, api, committed_db, people, clock,
+                                                                   monkeypatch):
+        world, target, misfiled = await self._setup(api, committed_db, people, clock)
+        _slow(monkeypatch, service, "load_task")
+        outcome = await self._race(committed_db, world, target, misfiled, clock)
+        assert outcome in (["moved", "ORDER_HAS_UNFINISHED_TASKS"], ["ORDER_NOT_ACCEPTING_TASKS", "closed"])
+        await _rsv_rules_hold(committed_db)
+
+    @pytest.mark.invariant("RSV-INV-09")
+    async def test_without_the_lock_the_database_has_to_refuse_it(self, api, committed_db, people, clock,
+                                                                  monkeypatch):
+        world, target, misfiled = await self._setup(api, committed_db, people, clock)
+
+        async def read_without_locking(session, hotel_id, order_ids):
+            from sqlalchemy import select
+
+            from tenet.reservations.models import Order
+
+            rows = (await session.scalars(select(Order).where(Order.hotel_id == hotel_id, Order.id.in_(order_ids))
+                                          .execution_options(populate_existing=True))).all()
+            return {row.id: row for row in rows}
+
+        monkeypatch.setattr(service, "lock_orders", read_without_locking)
+        _slow(monkeypatch, service, "load_task")
+        outcome = await self._race(committed_db, world, target, misfiled, clock)
+        assert outcome == ["IntegrityError", "closed"]
+        await _rsv_rules_hold(committed_db)  # the trigger kept the rule; only the answer was lost
