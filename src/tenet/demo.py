@@ -12,6 +12,7 @@ from tenet.kernel.clock import SystemClock
 from tenet.kernel.outbox import install_delivery
 from tenet.kernel.pagination import MAX_LIMIT, PageParams
 from tenet.kernel.settings import KernelSettings, section
+from tenet.reservations import demo as reservations_demo
 from tenet.workspaces import service as workspaces_service
 from tenet.workspaces.permissions import InvitationRole
 
@@ -49,6 +50,7 @@ async def load_demo(settings: KernelSettings, url: str) -> list[str]:
                 lines.append(await _load_workspace_demo(session, settings, now))
                 lines.append(await _load_meetings_demo(session, settings, now))
                 lines.append(await _load_social_demo(session, settings, now))
+            lines.extend(await reservations_demo.load(db, now=now))
     finally:
         await db.dispose()
     return lines

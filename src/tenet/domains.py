@@ -18,6 +18,7 @@ from tenet.iam.domain import DOMAIN as IAM
 from tenet.kernel import events, permissions
 from tenet.kernel.domain import KERNEL, Domain, LoadedDomain, check_declarations, load
 from tenet.meetings.domain import DOMAIN as MEETINGS
+from tenet.reservations.domain import DOMAIN as RESERVATIONS
 from tenet.social.domain import DOMAIN as SOCIAL
 from tenet.workspaces.domain import DOMAIN as WORKSPACES
 
@@ -27,6 +28,7 @@ DOMAINS: tuple[Domain, ...] = (
     WORKSPACES,
     SOCIAL,
     MEETINGS,
+    RESERVATIONS,
 )
 
 check_declarations(DOMAINS)

@@ -170,3 +170,40 @@ async def test_two_racing_transitions_have_exactly_one_winner(committed_db):
     finally:
         async with committed_db.unit_of_work() as session:
             await session.execute(text("DROP TABLE kernel.ticket_for_transition_tests"))
+
+
+class TestExpectedVersion:
+    """kernel.http.expected_version: the version a write is conditioned on, and the answer when it is stale."""
+
+    def test_if_match_comes_first_and_a_stale_one_is_412(self):
+        from tenet.kernel.errors import PreconditionFailed
+        from tenet.kernel.http import expected_version
+
+        wanted = expected_version('"4"', None)
+        assert (wanted.value, wanted.from_header) == (4, True)
+        stale = wanted.stale(5)
+        assert isinstance(stale, PreconditionFailed) and stale.status == 412 and stale.data == {"current_version": 5}
+
+    def test_a_stale_body_version_is_409(self):
+        from tenet.kernel.http import expected_version
+
+        wanted = expected_version(None, 2)
+        assert (wanted.value, wanted.from_header) == (2, False)
+        assert isinstance(wanted.stale(3), VersionConflict)
+
+    def test_none_given_is_428_when_required(self):
+        from tenet.kernel.errors import PreconditionRequired
+        from tenet.kernel.http import expected_version
+
+        with pytest.raises(PreconditionRequired) as missing:
+            expected_version(None, None)
+        assert missing.value.status == 428 and missing.value.code == "PRECONDITION_REQUIRED"
+        assert expected_version(None, None, required=False) is None
+
+    def test_two_different_versions_are_a_bad_request(self):
+        from tenet.kernel.errors import BadRequest
+        from tenet.kernel.http import expected_version
+
+        with pytest.raises(BadRequest):
+            expected_version('"1"', 2)
+        assert expected_version('W/"2"', 2).value == 2

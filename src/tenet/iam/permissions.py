@@ -35,14 +35,7 @@ class Permission(StrEnum):
     IAM_USER_MANAGE = "iam:user:manage"
     IAM_ROLE_ASSIGN = "iam:role:assign"
     IAM_API_CLIENT_MANAGE = "iam:api-client:manage"
-    # reservation workflow (spec 003)
-    RESERVATION_ORDER_READ = "reservation:order:read"
-    RESERVATION_ORDER_MANAGE = "reservation:order:manage"
-    RESERVATION_TASK_EDIT = "reservation:task:edit"
-    RESERVATION_TASK_CONFIRM = "reservation:task:confirm"
-    RESERVATION_TASK_EXECUTE = "reservation:task:execute"
-    RESERVATION_TASK_MOVE = "reservation:task:move"
-    RESERVATION_AUDIT_READ = "reservation:audit:read"
+    # The meeting (`meeting:*`) and reservation (`reservation:*`) points are declared by their domains.
 
 
 # Identity's own points and the reservation points. Each domain declares the points it checks, with their
@@ -53,13 +46,13 @@ ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
     Role.MEETING_MANAGER: frozenset(),
     Role.LEADER: frozenset(),
     Role.EMPLOYEE: frozenset(),
-    Role.RESERVATION_AGENT: frozenset(p for p in Permission if p.value.startswith("reservation:")),
+    Role.RESERVATION_AGENT: frozenset(),
 }
 
 DEFAULT_ROLES: tuple[Role, ...] = (Role.EMPLOYEE,)
 
-# Identity's declaration of the points above (tenet.iam.domain). The reservation points are declared here
-# until their domain lands; then they move with it, as the meeting points did.
+# Identity's declaration of the points above (tenet.iam.domain). Every other domain declares its own points,
+# with their default grants, in its Domain.
 POINTS: tuple[PermissionPoint, ...] = tuple(
     PermissionPoint(name=point.value, description=point.name.replace("_", " ").capitalize(),
                     granted_to=frozenset(role.value for role, points in ROLE_PERMISSIONS.items() if point in points))

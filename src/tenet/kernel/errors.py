@@ -40,6 +40,7 @@ class KernelErrorCode(StrEnum):
     STATE_CONFLICT = "STATE_CONFLICT"
     VERSION_CONFLICT = "VERSION_CONFLICT"
     PRECONDITION_FAILED = "PRECONDITION_FAILED"
+    PRECONDITION_REQUIRED = "PRECONDITION_REQUIRED"
     SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
     INTERNAL_ERROR = "INTERNAL_ERROR"
 
@@ -225,6 +226,14 @@ class PreconditionFailed(DomainError):
     status: ClassVar[int] = 412
     code: ClassVar[StrEnum | str] = KernelErrorCode.PRECONDITION_FAILED
     title: ClassVar[str] = "The resource was changed by someone else"
+
+
+class PreconditionRequired(DomainError):
+    """The route changes a resource only at a version the caller names (`If-Match`, or the body's
+    `expected_version`), and the request named none (RFC 6585 §3)."""
+
+    status, code, title = (428, KernelErrorCode.PRECONDITION_REQUIRED,
+                           "Name the version you read: send If-Match (or expected_version)")
 
 
 class ServiceUnavailable(DomainError):

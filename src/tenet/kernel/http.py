@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, overload
 
 import psycopg
 from fastapi import FastAPI, Request
@@ -73,6 +74,8 @@ _STATUS_DESCRIPTIONS = {
     413: "Request body too large",
     415: "Unsupported Content-Type",
     422: "Request does not match the schema, or an Idempotency-Key reused with another body",
+    412: "The resource changed since the version named by If-Match",
+    428: "The route needs If-Match (or expected_version) naming the version read",
     429: "Rate limited; retry after `Retry-After` seconds",
 }
 
@@ -371,3 +374,43 @@ def if_match_version(value: str | None) -> int | None:
     if match is None:
         raise errors.BadRequest('If-Match must be an ETag of this resource, like "3"')
     return int(match.group(1))
+
+
+@dataclass(frozen=True)
+class ExpectedVersion:
+    """The version a caller says it read, and where it said so: a stale `If-Match` is answered 412
+    PRECONDITION_FAILED (RFC 9110), a stale body `expected_version` 409 VERSION_CONFLICT."""
+
+    value: int
+    from_header: bool
+
+    def stale(self, current_version: int | None) -> DomainError:
+        if self.from_header:
+            return errors.PreconditionFailed(current_version=current_version)
+        return errors.VersionConflict(current_version=current_version)
+
+
+@overload
+def expected_version(if_match: str | None, body_version: int | None, *,
+                     required: Literal[True] = ...) -> ExpectedVersion: ...
+
+
+@overload
+def expected_version(if_match: str | None, body_version: int | None, *,
+                     required: bool) -> ExpectedVersion | None: ...
+
+
+def expected_version(if_match: str | None, body_version: int | None, *, required: bool = True
+                     ) -> ExpectedVersion | None:
+    """The version a write is conditioned on: `If-Match` first, else the body's `expected_version`; when
+    neither is given, 428 PRECONDITION_REQUIRED if `required`, else None. Both given and different: 400."""
+    header = if_match_version(if_match)
+    if header is not None and body_version is not None and header != body_version:
+        raise errors.BadRequest("If-Match and expected_version name different versions")
+    if header is not None:
+        return ExpectedVersion(header, True)
+    if body_version is not None:
+        return ExpectedVersion(body_version, False)
+    if required:
+        raise errors.PreconditionRequired()
+    return None

@@ -23,6 +23,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 from tenet.kernel.errors import InvalidCursor
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Mapping[str, Any])
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 
@@ -146,8 +147,7 @@ class SqlKeyset:
         return page.limit + 1
 
     @staticmethod
-    def page(rows: Sequence[Mapping[str, object]], page: PageParams,
-             key: Callable[[Mapping[str, object]], Sequence[object]]) -> tuple[list[Mapping[str, object]], str | None]:
+    def page(rows: Sequence[R], page: PageParams, key: Callable[[R], Sequence[object]]) -> tuple[list[R], str | None]:
         if len(rows) <= page.limit:
             return list(rows), None
         kept = list(rows[: page.limit])

@@ -220,4 +220,4 @@ async def scans(reads: Reads, *, meeting_id: str, principal: Principal, outcome:
     queries.require(rows[0] if rows else None, principal, TableAction.LIST_ATTENDANCES)
     found = [r for r in rows if r["scan_id"] is not None]
     items, cursor = SCANS_KEYSET.page(found, page, key=lambda r: (r["scan_id"],))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor

@@ -237,7 +237,7 @@ async def meetings(reads: Reads, *, principal: Principal, scope: str, start: dat
     rows = await reads.all(template.format(filters=" AND ".join(filters), after=after, order=LIST_KEYSET.order_by),
                            {**params, **after_params, "limit": LIST_KEYSET.fetch_limit(page)})
     items, cursor = LIST_KEYSET.page(rows, page, key=lambda r: (r["start_time"], r["id"]))
-    return [summary_row(r, principal, now) for r in items], cursor  # type: ignore[arg-type]
+    return [summary_row(r, principal, now) for r in items], cursor
 
 
 ATTENDEES_KEYSET = SqlKeyset(("u.display_name", "r.user_id"), (str, uuid.UUID))
@@ -268,7 +268,7 @@ async def required_attendees(reads: Reads, *, meeting_id: str, principal: Princi
               "account_status": r["account_status"], "added_at": r["added_at"]}
              for r in rows if r["attendee_id"] is not None]
     items, cursor = ATTENDEES_KEYSET.page(found, page, key=lambda r: (r["display_name"], r["user_id"]))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor
 
 
 CODE_SQL = """

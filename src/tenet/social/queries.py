@@ -97,7 +97,7 @@ async def friendships(reads: Reads, *, me: uuid.UUID, statuses: list[str], direc
     rows = await reads.all(sql, {"me": me, "statuses": statuses, "limit": FRIENDSHIPS_KEYSET.fetch_limit(page),
                                  **params})
     items, cursor = FRIENDSHIPS_KEYSET.page(rows, page, key=lambda r: (r["id"],))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor
 
 
 # --- groups --------------------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ async def groups(reads: Reads, *, me: uuid.UUID, scope: str, page: PageParams) -
     sql = (MY_GROUPS_SQL if scope == "mine" else PUBLIC_GROUPS_SQL).format(after=after, order=GROUPS_KEYSET.order_by)
     rows = await reads.all(sql, {"me": me, "limit": GROUPS_KEYSET.fetch_limit(page), **params})
     items, cursor = GROUPS_KEYSET.page(rows, page, key=lambda r: (r["created_at"], r["id"]))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor
 
 
 MEMBERS_KEYSET = SqlKeyset(("m.joined_at", "m.id"), (datetime, uuid.UUID))
@@ -153,7 +153,7 @@ async def members(reads: Reads, *, me: uuid.UUID, group_id: uuid.UUID,
         raise errors.GroupNotFound()
     found = [r for r in rows if r["member_id"] is not None]
     items, cursor = MEMBERS_KEYSET.page(found, page, key=lambda r: (r["joined_at"], r["member_id"]))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor
 
 
 INVITATIONS_SQL = """
@@ -229,7 +229,7 @@ async def window(reads: Reads, *, me: uuid.UUID, window_from: datetime, window_t
                            {"me": me, "from": window_from, "to": window_to, "status": status,
                             "limit": WINDOW_KEYSET.fetch_limit(page), **params})
     items, cursor = WINDOW_KEYSET.page(rows, page, key=lambda r: (r["start_at"], r["id"]))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor
 
 
 ITEM_SQL = f"""
@@ -300,7 +300,7 @@ async def inbox(reads: Reads, *, me: uuid.UUID, statuses: list[str] | None, mess
     rows = await reads.all(sql, {"me": me, "statuses": statuses, "kind": message_type,
                                  "limit": INBOX_KEYSET.fetch_limit(page), **params})
     items, cursor = INBOX_KEYSET.page(rows, page, key=lambda r: (r["created_at"], r["id"]))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor
 
 
 # --- todos ---------------------------------------------------------------------------------------------
@@ -335,12 +335,12 @@ async def todos(reads: Reads, *, me: uuid.UUID, status: str | None, due_before: 
             "me": me, "due_before": due_before or NO_DUE + timedelta(seconds=1),
             "limit": TODOS_PENDING_KEYSET.fetch_limit(page), **params})
         items, cursor = TODOS_PENDING_KEYSET.page(rows, page, key=lambda r: (r["sort_due"], r["id"]))
-        return items, cursor  # type: ignore[return-value]
+        return items, cursor
     after, params = TODOS_KEYSET.after(page)
     rows = await reads.all(TODOS_SQL.format(after=after, status="status = %(status)s" if status else "TRUE"),
                            {"me": me, "status": status, "limit": TODOS_KEYSET.fetch_limit(page), **params})
     items, cursor = TODOS_KEYSET.page(rows, page, key=lambda r: (r["created_at"], r["id"]))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor
 
 
 # --- automations ---------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.errors import DomainError, PreconditionFailed
-from tenet.kernel.transitions import Refusal, transition
+from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.social import errors, items, lifecycles, recurrence
 from tenet.social.common import require_active_accounts
 from tenet.social.models import ScheduleItem, Todo
@@ -81,6 +81,8 @@ async def update_todo(session: AsyncSession, *, todo_id: uuid.UUID, owner_id: uu
         if name is None:
             raise errors.TodoStatusTransitionInvalid(current_status=todo.status, requested_status=target)
         values["completed_at"] = now if target == "done" else None
+        if target == "pending" and (values.get("source_ids") or todo.source_ids):
+            values["source_ids"] = await _live_sources(session, values.get("source_ids") or todo.source_ids)
     else:
         name = None
     if name is None:
@@ -88,6 +90,16 @@ async def update_todo(session: AsyncSession, *, todo_id: uuid.UUID, owner_id: uu
         return await _edit(session, todo, values, expected_version)
     return await transition(session, lifecycles.TODO, name, model=Todo, id=todo_id, values=values,
                             expected_version=expected_version, refuse=_refusal)
+
+
+async def _live_sources(session: AsyncSession, source_ids: list[str]) -> list[str]:
+    """A todo going back to pending keeps only the sources that still exist (SOC-INV-17: a pending todo is
+    never linked only to deleted items; with none left it becomes a todo of its own). The items are
+    share-locked first, so an item deletion, which archives the pending todos it orphans under the item's
+    lock, runs entirely before or after this."""
+    ids = [uuid.UUID(str(source)) for source in source_ids]
+    live = {str(item_id) for item_id in await lock_rows(session, ScheduleItem, ids, mode="share")}
+    return [source for source in source_ids if str(source) in live]
 
 
 async def _edit(session: AsyncSession, todo: Todo, values: dict[str, Any], expected_version: int | None) -> Todo:

@@ -88,7 +88,7 @@ async def workspaces(reads: Reads, *, caller: uuid.UUID, page: PageParams) -> tu
     rows = await reads.all(WORKSPACES_SQL.format(after=after, order=WORKSPACES_KEYSET.order_by),
                            {"caller": caller, "limit": WORKSPACES_KEYSET.fetch_limit(page), **params})
     items, cursor = WORKSPACES_KEYSET.page(rows, page, key=lambda r: (r["created_at"], r["id"]))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor
 
 
 async def members(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID,
@@ -102,7 +102,7 @@ async def members(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID,
         raise errors.WorkspaceNotFound()
     found = [row for row in rows if row["membership_id"] is not None]
     items, cursor = MEMBERS_KEYSET.page(found, page, key=lambda r: (r["joined_at"], r["membership_id"]))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor
 
 
 async def invitations(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID, status: str | None,
@@ -119,4 +119,4 @@ async def invitations(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUI
     require(rows[0]["caller_role"], Action.LIST_INVITATIONS)
     found = [row for row in rows if row["id"] is not None]
     items, cursor = INVITATIONS_KEYSET.page(found, page, key=lambda r: (r["created_at"], r["id"]))
-    return items, cursor  # type: ignore[return-value]
+    return items, cursor

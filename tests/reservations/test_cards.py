@@ -1,0 +1,98 @@
+"""Task card contracts: the provider and its definitions route, prefill from the AI item, and the contract
+version migration rule of spec §9."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from tenet.kernel.jobs import JobRuntime, run_now
+from tenet.reservations import tasks as reservation_jobs
+from tenet.reservations.cards.contract import CURRENT_VERSION, LEGACY_VERSION
+from tenet.reservations.cards.provider import PROVIDER
+from tests.reservations.conftest import body, code, confirmable, item, rsv_invariants_hold
+
+
+class TestDefinitions:
+    async def test_every_card_type_has_a_current_definition(self, rsv, world):
+        listing = (await rsv.get(world.agent, "/task-card-definitions")).json()["items"]
+        assert {i["task_card_type"] for i in listing} == set(PROVIDER.card_types())
+        assert all(i["field_contract_version"] == CURRENT_VERSION for i in listing)
+        assert all(set(i["versions"]) == {CURRENT_VERSION, LEGACY_VERSION} for i in listing)
+
+    async def test_one_definition_with_its_version_and_etag(self, rsv, world):
+        response = await rsv.get(world.reader1, "/task-card-definitions/ROOMING_LIST")
+        assert response.status_code == 200
+        definition = response.json()
+        assert (definition["field_contract_version"], definition["current"], definition["confirmable"]) == (
+            CURRENT_VERSION, True, True)
+        rooming = next(f for f in definition["fields"] if f["key"] == "rooming_list")
+        assert rooming["type"] == "list" and {f["key"] for f in rooming["item_fields"]} >= {"guest_name"}
+        assert response.headers["etag"] == f'"ROOMING_LIST:{CURRENT_VERSION}"'
+        legacy = (await rsv.get(world.agent, "/task-card-definitions/ROOMING_LIST", version=LEGACY_VERSION)).json()
+        assert legacy["current"] is False
+
+    @pytest.mark.parametrize(("path", "wanted"), [
+        ("/task-card-definitions/NOPE", "TASK_CARD_TYPE_UNKNOWN"),
+        ("/task-card-definitions/NEW_BOOKING?version=v0", "TASK_CARD_CONTRACT_VERSION_UNKNOWN"),
+    ])
+    async def test_unknown_types_and_versions(self, rsv, world, path, wanted):
+        response = await rsv.client.get(f"/api/v1/reservations{path}", headers=rsv.headers(world.agent))
+        assert (response.status_code, code(response)) == (404, wanted)
+
+    async def test_the_prefill_takes_what_fits_and_names_what_does_not(self, rsv, world):
+        fields = {"arrival_date": "tomorrow", "adults": 2, "number_of_rooms": 1.0, "rate_code": "BAR",
+                  "guest_name": "Ada"}
+        (result,) = (await rsv.ingest_ok(world.ingest1, body("H1", [item("new", fields=fields)])))["items"]
+        card = (await rsv.task(world.agent, result["task_id"]))["card"]
+        assert card["prefill"] == {"adults": 2, "number_of_rooms": 1, "rate_code": "BAR", "guest_name": "Ada"}
+        assert card["prefill_issues"] == [{"field": "arrival_date", "code": "BAD_FORMAT"}]
+
+
+async def _cards(db) -> dict[int, str]:
+    async with db.read_only() as session:
+        rows = await session.execute(text(
+            "SELECT task_id, field_contract_version FROM reservation.workflow_reservation_task_card"))
+        return {row.task_id: row.field_contract_version for row in rows}
+
+
+class TestContractMigration:
+    @pytest.mark.invariant("RSV-INV-16")
+    async def test_only_cards_without_draft_or_confirmation_move(self, rsv, world, db, settings, clock):
+        untouched, drafted, confirmed = (await rsv.ingest_ok(world.ingest1, body(
+            "H1", [item(cn="CM1"), item(cn="CM2"), item(cn="CM3")])))["items"]
+        draft = await rsv.put(world.agent, f"/tasks/{drafted['task_id']}/card/draft",
+                              {"payload": {"room_type": "TWIN"}}, version=1)
+        assert draft.status_code == 200
+        await rsv.confirm_ok(world.agent, confirmed["task_id"])
+        async with db.unit_of_work() as session:
+            # The three cards were written under the first contract (past every guard, as an old release did).
+            await session.execute(text("SET CONSTRAINTS ALL IMMEDIATE"))
+            await session.execute(text("SET LOCAL session_replication_role = replica"))
+            await session.execute(text("UPDATE reservation.workflow_reservation_task_card SET field_contract_version "
+                                       "= :v"), {"v": LEGACY_VERSION})
+        runtime = JobRuntime(db=db, clock=clock, settings=settings)
+        moved = await run_now(reservation_jobs.migrate_card_contracts, runtime)
+        assert moved == 1
+        versions = await _cards(db)
+        assert versions[int(untouched["task_id"])] == CURRENT_VERSION
+        assert versions[int(drafted["task_id"])] == LEGACY_VERSION
+        assert versions[int(confirmed["task_id"])] == LEGACY_VERSION
+        task = await rsv.task(world.agent, drafted["task_id"])
+        assert (task["card"]["field_contract_version"], task["card"]["current_contract_version"]) == (
+            LEGACY_VERSION, CURRENT_VERSION)
+        # Saving the draft again validates it against the current contract and records that version.
+        resaved = await rsv.put(world.agent, f"/tasks/{drafted['task_id']}/card/draft",
+                                {"payload": {"room_type": "KING"}}, version=task["version"])
+        assert resaved.json()["card"]["field_contract_version"] == CURRENT_VERSION
+        assert await run_now(reservation_jobs.migrate_card_contracts, runtime) == 0
+        await rsv_invariants_hold(db)
+
+    async def test_confirming_validates_against_the_current_contract(self, rsv, world):
+        (result,) = (await rsv.ingest_ok(world.ingest1, body("H1", [item("TA_RECORDER", cn="TA1")])))["items"]
+        task = await rsv.task(world.agent, result["task_id"])
+        bad = await rsv.post(world.agent, f"/tasks/{task['id']}/confirm",
+                             {"payload": confirmable(task, iata_number="12", commission_percent="101.5")},
+                             version=task["version"])
+        assert sorted((e["field"], e["code"]) for e in bad.json()["errors"]) == [
+            ("commission_percent", "OUT_OF_RANGE"), ("iata_number", "BAD_FORMAT")]
