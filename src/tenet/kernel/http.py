@@ -245,6 +245,10 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DataError, _on_data_error)
     # The transaction-free read path runs psycopg directly: its refusals of a value arrive unwrapped.
     app.add_exception_handler(psycopg.DataError, _on_data_error)
+    # Likewise the statements a unit of work runs directly (kernel.statements): a lost connection, a deadlock
+    # or serialization failure the client may retry.
+    app.add_exception_handler(psycopg.OperationalError, _on_database_unavailable)
+    app.add_exception_handler(psycopg.InterfaceError, _on_database_unavailable)
     app.add_exception_handler(OperationalError, _on_database_unavailable)
     app.add_exception_handler(InterfaceError, _on_database_unavailable)
     app.add_exception_handler(PoolTimeoutError, _on_database_unavailable)
