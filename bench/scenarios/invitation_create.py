@@ -1,13 +1,13 @@
 """invitation_create: `POST /api/v1/workspaces/{id}/invitations`, every request a new email address.
 
-What Tenet does for it (src/tenet/workspaces/api.py create_invitation, service.py create_invitation):
-verify the JWT and load the principal (`USER_PRINCIPAL_SQL`); lock the workspace row (`FOR UPDATE`, held
-to COMMIT), load the workspace and the caller's active membership; look for a pending invitation of the
-same normalised email, and for an account with that email (and then its membership); count the
-workspace's invitation mails of the last 24 hours (the daily limit); insert the invitation in a savepoint
-(its unique index decides races); load the inviter's account for the mail; insert the mail into the
-outbox, the invitation_send row and the audit row; COMMIT. The baseline runs the same statements in a
-transaction, with the same values (a new token and its digest, the mail text, the audit data).
+What Tenet does for it (src/tenet/workspaces/api.py create_invitation, service.py create_invitation): verify
+the JWT (cached) and load the principal (`USER_PRINCIPAL_SQL`, read path); take a slot of the sender's
+invitation limit (one autocommit statement, `ratelimit._COUNT_UNDER_LIMIT`); then, in one transaction: lock the
+workspace row (`FOR UPDATE`), load the workspace with the caller's active membership (one join), read in one
+statement whether the address has a pending invitation or belongs to a member and how many mails the
+workspace sent in 24 hours (`service._INVITE_FACTS`); insert the invitation, the outbox mail, the
+invitation_send row and the audit row; COMMIT. The baseline runs the same statements (imported from Tenet's
+modules where Tenet writes them as SQL) in one transaction, with the same values.
 
 Each request invites `<wrk run>-t<thread>-<n>@bench.example` (the run label keeps the warm-up, the
 measured run and the other side apart), so none is refused as already pending. The requests take turns
@@ -27,14 +27,19 @@ from typing import Any
 
 import httpx
 from psycopg import AsyncCursor
+from psycopg.types.json import Jsonb
 
 from bench.loading import create_workspace, register_users, sign_in
 from bench.scenario import BaselineAnswer, BaselineRequest, Request
-from bench.scenarios._sql import ACTIVE_MEMBERSHIP_SQL, PRINCIPAL_SQL, WORKSPACE_SQL, columns, json_time, principal_params
-from tenet.iam.models import UserAccount
+from bench.scenarios._sql import PRINCIPAL_SQL, columns, json_time, principal_params
 from tenet.iam.tokens import digest, new_secret
+from tenet.kernel.audit import _INSERT as _AUDIT_INSERT
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, normalize_email
-from tenet.workspaces.models import Invitation
+from tenet.kernel.outbox import _ENQUEUE
+from tenet.kernel.ratelimit import _COUNT_UNDER_LIMIT
+from tenet.kernel.transitions import _lock_sql
+from tenet.workspaces.models import Membership, Workspace
+from tenet.workspaces.service import _INSERT_INVITATION, _INSERT_SEND, _INVITE_FACTS
 
 DESCRIPTION = "POST /api/v1/workspaces/{id}/invitations, a new email each time, over 64 workspaces of one owner"
 WORKSPACES = 64  # twice the default --concurrency
@@ -48,38 +53,14 @@ SERVICE_ENV = {
     "TENET_WORKSPACE_CREATION_LIMIT": "1000000000/24hour",
 }
 
-# Tenet's statements besides the shared ones (_sql.py), as PostgreSQL receives them (`--show-sql`).
-LOCK_SQL = "SELECT 1 FROM workspace.workspace WHERE id = %s FOR UPDATE"
-PENDING_SQL = (f"SELECT {columns(Invitation)} FROM workspace.invitation "
-               "WHERE workspace.invitation.workspace_id = %s::UUID AND workspace.invitation.email_normalized = "
-               "%s::VARCHAR AND workspace.invitation.status = %s::VARCHAR")
-PERSON_SQL = (f"SELECT {columns(UserAccount)} FROM iam.user_account "
-              "WHERE iam.user_account.email_normalized = %s::VARCHAR AND iam.user_account.status != %s::VARCHAR")
-SENT_TODAY_SQL = ("SELECT count(*) AS count_1 FROM workspace.invitation_send "
-                  "WHERE workspace.invitation_send.workspace_id = %s::UUID "
-                  "AND workspace.invitation_send.sent_at > %s::TIMESTAMP WITH TIME ZONE")
-INSERT_INVITATION_SQL = (
-    "INSERT INTO workspace.invitation (id, workspace_id, email, email_normalized, email_normalization, role, status, "
-    "version, token_digest, invited_by, created_at, expires_at, last_sent_at, accepted_at, accepted_by, revoked_at, "
-    "revoked_by, expired_at) VALUES (%(id)s::UUID, %(workspace_id)s::UUID, %(email)s::VARCHAR, "
-    "%(email_normalized)s::VARCHAR, %(email_normalization)s::VARCHAR, %(role)s::VARCHAR, %(status)s::VARCHAR, "
-    "%(version)s::INTEGER, %(token_digest)s::VARCHAR, %(invited_by)s::UUID, "
-    "%(created_at)s::TIMESTAMP WITH TIME ZONE, %(expires_at)s::TIMESTAMP WITH TIME ZONE, "
-    "%(last_sent_at)s::TIMESTAMP WITH TIME ZONE, %(accepted_at)s::TIMESTAMP WITH TIME ZONE, "
-    "%(accepted_by)s::UUID, %(revoked_at)s::TIMESTAMP WITH TIME ZONE, %(revoked_by)s::UUID, "
-    "%(expired_at)s::TIMESTAMP WITH TIME ZONE)")
-INVITER_SQL = f"SELECT {columns(UserAccount)} FROM iam.user_account WHERE iam.user_account.id = %s::UUID"
-INSERT_MAIL_SQL = (
-    "INSERT INTO kernel.email_outbox (id, kind, to_address, subject, body_text, status, attempts, created_at, "
-    "next_attempt_at) VALUES (%s::UUID, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, "
-    "%s::INTEGER, %s::TIMESTAMP WITH TIME ZONE, %s::TIMESTAMP WITH TIME ZONE)")
-INSERT_SEND_SQL = (
-    "INSERT INTO workspace.invitation_send (workspace_id, invitation_id, sent_at, reason) "
-    "VALUES (%s::UUID, %s::UUID, %s::TIMESTAMP WITH TIME ZONE, %s::VARCHAR) RETURNING workspace.invitation_send.id")
-INSERT_AUDIT_SQL = (
-    "INSERT INTO kernel.audit_log (occurred_at, action, actor_type, actor_id, subject_type, subject_id, scope_type, "
-    "scope_id, request_id, data) VALUES (%s::TIMESTAMP WITH TIME ZONE, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, "
-    "%s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::VARCHAR, %s::JSONB) RETURNING kernel.audit_log.id")
+# Tenet's statements, taken from its modules where it writes them as SQL (so the two cannot drift); the one
+# join the ORM builds (the workspace and the caller's membership) is written out as it reaches PostgreSQL.
+WORKSPACE_AND_CALLER_SQL = (
+    f"SELECT {columns(Workspace)}, {columns(Membership)} FROM workspace.workspace "
+    "LEFT OUTER JOIN workspace.membership ON workspace.membership.workspace_id = workspace.workspace.id "
+    "AND workspace.membership.user_id = %(user_id)s::UUID AND workspace.membership.status = %(status)s::VARCHAR "
+    "WHERE workspace.workspace.id = %(workspace_id)s::UUID")
+LOCK_SQL = _lock_sql("workspace.workspace", "id", "update", False)
 
 
 @dataclass(frozen=True)
@@ -87,6 +68,7 @@ class Context:
     user_id: uuid.UUID
     token: str
     workspace_ids: tuple[uuid.UUID, ...]
+    inviter_name: str
     one_off: itertools.count = field(default_factory=lambda: itertools.count(1))  # emails of the checks
 
 
@@ -94,7 +76,9 @@ async def setup(client: httpx.AsyncClient, database_url: str) -> Context:
     (owner,) = await register_users(client, 1, prefix="owner")
     token = await sign_in(client, owner)
     workspaces = [await create_workspace(client, token, f"Bench invitations {i}") for i in range(WORKSPACES)]
-    return Context(user_id=owner.id, token=token, workspace_ids=tuple(workspaces))
+    me = (await client.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})).json()
+    return Context(user_id=owner.id, token=token, workspace_ids=tuple(workspaces),
+                   inviter_name=me["user"]["display_name"])
 
 
 def _path(workspace_id: uuid.UUID) -> str:
@@ -126,7 +110,8 @@ end
 
 
 def baseline_config(context: Context) -> dict[str, object]:
-    return {"user_id": context.user_id, "principal": principal_params(context.user_id, context.token)}
+    return {"user_id": context.user_id, "principal": principal_params(context.user_id, context.token),
+            "inviter_name": context.inviter_name}
 
 
 async def _one(cursor: AsyncCursor, sql: str, params: Any) -> dict[str, Any] | None:
@@ -141,19 +126,22 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
     email, role = wanted["email"].strip(), wanted.get("role", "member")
     key = normalize_email(email)
     now = datetime.now(UTC)
+    window = timedelta(hours=24)
 
     await _one(cursor, PRINCIPAL_SQL, config["principal"])
-    await _one(cursor, LOCK_SQL, (workspace_id,))
-    workspace = await _one(cursor, WORKSPACE_SQL, (workspace_id,))
-    if workspace is None or await _one(cursor, ACTIVE_MEMBERSHIP_SQL, (workspace_id, user_id, "ACTIVE")) is None:
+    await cursor.execute(_COUNT_UNDER_LIMIT, {"buckets": [f"invitation-send:user:{user_id}"], "start": now,
+                                              "expires": now + window, "limit": 1_000_000_000})
+    await _one(cursor, LOCK_SQL, {"ids": [workspace_id]})
+    row = await _one(cursor, WORKSPACE_AND_CALLER_SQL, {"workspace_id": workspace_id, "user_id": user_id,
+                                                         "status": "ACTIVE"})
+    if row is None:
         return BaselineAnswer(404, {"code": "WORKSPACE_NOT_FOUND"})
-    if await _one(cursor, PENDING_SQL, (workspace_id, key, "PENDING")) is not None:
+    facts = await _one(cursor, _INVITE_FACTS, {"workspace_id": workspace_id, "key": key, "since": now - window})
+    assert facts is not None
+    if facts["pending_id"] is not None:
         return BaselineAnswer(409, {"code": "INVITATION_ALREADY_PENDING"})
-    person = await _one(cursor, PERSON_SQL, (key, "deleted"))
-    if person is not None and await _one(cursor, ACTIVE_MEMBERSHIP_SQL,
-                                         (workspace_id, person["id"], "ACTIVE")) is not None:
+    if facts["member_user_id"] is not None:
         return BaselineAnswer(409, {"code": "ALREADY_MEMBER"})
-    await _one(cursor, SENT_TODAY_SQL, (workspace_id, now - timedelta(days=1)))
 
     token = new_secret("wsi")
     invitation = {
@@ -163,25 +151,22 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
         "last_sent_at": now, "accepted_at": None, "accepted_by": None, "revoked_at": None, "revoked_by": None,
         "expired_at": None,
     }
-    await cursor.execute("SAVEPOINT sa_savepoint_1")
-    await cursor.execute(INSERT_INVITATION_SQL, invitation)
-    await cursor.execute("RELEASE SAVEPOINT sa_savepoint_1")
-
-    inviter = await _one(cursor, INVITER_SQL, (user_id,))
-    assert inviter is not None
-    body = (f"Hello,\n\n{inviter['display_name']} invited you to join the workspace \"{workspace['name']}\" on "
+    await cursor.execute(_INSERT_INVITATION, invitation)
+    body = (f"Hello,\n\n{config['inviter_name']} invited you to join the workspace \"{row['name']}\" on "
             f"Tenet as a {role}.\n\nAccept the invitation (sign in with this email address):\n"
             f"http://127.0.0.1:8000/invitations/accept?token={token}\n\nOr enter this invitation code in Tenet: "
             f"{token}\n\nThe invitation expires on {invitation['expires_at']:%Y-%m-%d %H:%M} UTC. "
             "If you did not expect it, you can ignore this mail.\n")
-    subject = f"{inviter['display_name']} invited you to {workspace['name']} on Tenet"
-    await cursor.execute(INSERT_MAIL_SQL, (uuid.uuid4(), "workspace.invitation", email, subject, body, "pending", 0,
-                                           now, now))
-    await _one(cursor, INSERT_SEND_SQL, (workspace_id, invitation["id"], now, "invite"))
-    data = json.dumps({"role": role, "expires_at": invitation["expires_at"].isoformat()})
-    await _one(cursor, INSERT_AUDIT_SQL, (now, "workspace.invitation.created", "user", str(user_id), "invitation",
-                                          str(invitation["id"]), "workspace", str(workspace_id), uuid.uuid4().hex,
-                                          data))
+    subject = f"{config['inviter_name']} invited you to {row['name']} on Tenet"
+    await cursor.execute(_ENQUEUE, {"id": uuid.uuid4(), "kind": "workspace.invitation", "to": email,
+                                    "subject": subject, "body": body, "now": now})
+    await cursor.execute(_INSERT_SEND, {"workspace_id": workspace_id, "invitation_id": invitation["id"],
+                                        "sent_at": now, "reason": "invite"})
+    await cursor.execute(_AUDIT_INSERT, {
+        "occurred_at": now, "action": "workspace.invitation.created", "actor_type": "user", "actor_id": str(user_id),
+        "subject_type": "invitation", "subject_id": str(invitation["id"]), "scope_type": "workspace",
+        "scope_id": str(workspace_id), "request_id": uuid.uuid4().hex,
+        "data": Jsonb({"role": role, "expires_at": invitation["expires_at"].isoformat()})})
 
     answer = {name: invitation[name] for name in ("id", "workspace_id", "email", "role", "status", "invited_by")}
     times = {name: json_time(invitation[name]) for name in ("created_at", "expires_at", "last_sent_at")}
