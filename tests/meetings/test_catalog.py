@@ -21,5 +21,6 @@ def test_the_meeting_points_keep_the_grants_identity_seeded():
     grants = {p.name: p.granted_to for p in POINTS}
     assert grants["meeting:check-in"] == {"Administrator", "MeetingManager", "Leader", "Employee"}
     assert grants["meeting:report:read"] == {"Administrator", "MeetingManager", "Leader"}
-    assert grants["meeting:attachment:restore"] == {"Administrator", "MeetingManager"}
+    # Issue 11 (migration 1200): restoring a deleted attachment is for administrators (API.md, spec 软删).
+    assert grants["meeting:attachment:restore"] == {"Administrator"}
     assert len(grants) == 17

@@ -26,7 +26,11 @@ def test_demo_meetings_are_created_once_and_keep_every_rule(scratch_database, tm
         statuses = dict(connection.execute(
             "SELECT status, count(*) FROM meeting_attendance.attendances GROUP BY status").fetchall())
         guests = connection.execute("SELECT count(*) FROM meeting_attendance.guests").fetchone()[0]
-    assert meetings == 8 and guests == 1
+        agenda = connection.execute(
+            "SELECT (SELECT count(*) FROM meeting_attendance.meeting_agenda_sections), "
+            "(SELECT count(*) FROM meeting_attendance.meeting_agenda_items), "
+            "(SELECT count(*) FROM meeting_attendance.meeting_agenda_item_upload_tasks)").fetchone()
+    assert meetings == 8 and guests == 1 and tuple(agenda) == (2, 3, 1)
     assert statuses["EXCUSED"] == 1 and statuses.get("PRESENT", 0) + statuses.get("LATE", 0) >= 4
     result = subprocess.run([sys.executable, "-m", "tenet", "invariants", "check", "--database-url", url],
                             capture_output=True, text=True, timeout=120, check=False)

@@ -68,6 +68,8 @@ class Action(StrEnum):
     UPLOAD_TASK_CANCELLED = "UPLOAD_TASK_CANCELLED"
     ATTACHMENT_UPLOADED = "ATTACHMENT_UPLOADED"
     ATTACHMENT_DELETED = "ATTACHMENT_DELETED"
+    # Beyond the spec's ten: an administrator's restore inside the purge window (issue 11).
+    ATTACHMENT_RESTORED = "ATTACHMENT_RESTORED"
 
 
 def jsonable(value: Any) -> Any:

@@ -1,5 +1,6 @@
 """`tenet demo` for meeting attendance: a past meeting with check-ins, a guest and an excuse, an upcoming
-meeting, and a weekly series half held, so the reports have something to show. Safe to run again."""
+meeting with an agenda and an upload task, and a weekly series half held, so the reports have something to show.
+Safe to run again."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from datetime import UTC, datetime, time, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.iam.principal import Principal
 from tenet.meetings import attendances, checkin, series, service
+from tenet.meetings.agenda import service as agenda
 from tenet.meetings.codes import RotatingCodes
 from tenet.meetings.models import Meeting
+from tenet.meetings.permissions import MEETING_MANAGER
 
 TITLE = "Demo: all-hands"
 
@@ -38,11 +42,25 @@ async def load_demo(session: AsyncSession, *, manager_id: uuid.UUID, leader_id: 
                                         note="Customer visit", checked_in_at=None, actor_id=manager_id,
                                         now=past_start + timedelta(hours=2))
     upcoming_start = (now + timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
-    await service.create_meeting(
+    planning, _ = await service.create_meeting(
         session, actor_id=manager_id, fields={"title": "Demo: planning", "online_link": "https://meet.example/plan",
                                               "start_time": upcoming_start,
                                               "end_time": upcoming_start + timedelta(minutes=45)},
         attendee_ids=attendees, template_id=None, policy=policy, now=now)
+    # Its agenda: two sections, three items, the employee asked for the slides of the first (issue 11).
+    manager = Principal(kind="user", id=manager_id, roles=frozenset({MEETING_MANAGER}))
+    updates = await agenda.create_section(session, meeting_id=planning.id, title="Updates", principal=manager, now=now)
+    slides = await agenda.create_item(session, section_id=updates.id, principal=manager, now=now, fields={
+        "title": "Quarter in numbers", "code": "1.1", "time_minutes": 10, "presenter_user_id": employee_id,
+        "category_tag": "REPORT"})
+    await agenda.create_item(session, section_id=updates.id, principal=manager, now=now, fields={
+        "title": "Hiring", "code": "1.2", "time_minutes": 5, "category_tag": "INFORMATION"})
+    decisions = await agenda.create_section(session, meeting_id=planning.id, title="Decisions", principal=manager,
+                                            now=now)
+    await agenda.create_item(session, section_id=decisions.id, principal=manager, now=now,
+                             fields={"title": "Next offsite", "code": "2.1", "category_tag": "DECISION"})
+    await agenda.assign_tasks(session, item_id=slides.id, assignee_ids=[employee_id], due_at=upcoming_start,
+                              principal=manager, now=now)
     first_day = (now - timedelta(weeks=3)).astimezone(UTC).date()
     weekly, meeting_ids, _ = await series.create_series(
         session, actor_id=manager_id, fields={"title": "Demo: weekly team", "timezone": "UTC", "start_date": first_day,
@@ -57,5 +75,6 @@ async def load_demo(session: AsyncSession, *, manager_id: uuid.UUID, leader_id: 
         await checkin.check_in_user(session, meeting_id=occurrence.id, user_id=employee_id, mode="online",
                                     device_id="demo-device-employee", code=None, now=occurrence.start_time + late,
                                     codes=codes)
-    return (f"created meetings {TITLE!r} (held: 1 present, 1 excused, 1 guest), 'Demo: planning' (tomorrow) and "
+    return (f"created meetings {TITLE!r} (held: 1 present, 1 excused, 1 guest), 'Demo: planning' (tomorrow, with an "
+            "agenda and an upload task for the demo employee) and "
             f"the series 'Demo: weekly team' ({len(meeting_ids)} occurrences, led by the demo leader)")

@@ -8,7 +8,8 @@ DOMAIN = Domain(
     name="meetings",
     schema="meeting_attendance",
     settings=MeetingSettings,
-    modules=("tenet.meetings.models", "tenet.meetings.invariants", "tenet.meetings.lifecycles"),
+    modules=("tenet.meetings.models", "tenet.meetings.invariants", "tenet.meetings.lifecycles",
+             "tenet.meetings.agenda.models", "tenet.meetings.agenda.invariants", "tenet.meetings.agenda.lifecycles"),
     api="tenet.meetings.api",
     jobs="tenet.meetings.tasks",
     events="tenet.meetings.events",
@@ -17,6 +18,9 @@ DOMAIN = Domain(
         "meeting_attendance.meeting_series (one series, FOR UPDATE, before its meetings)",
         "meeting_attendance.templates (one template, FOR UPDATE)",
         "meeting_attendance.meetings (FOR NO KEY UPDATE, several in id order)",
+        "meeting_attendance.meeting_agenda_sections, then meeting_agenda_items (FOR UPDATE, id order; after the "
+        "meeting row, which every agenda command locks first)",
+        "meeting_attendance.meeting_agenda_item_upload_tasks, then the attachment rows (FOR UPDATE)",
         "advisory lock (19777, hashtext(meeting id)): shared by a check-in, exclusive by a change of the "
         "meeting's status or schedule (taken by triggers, after the meeting row)",
     ),

@@ -2,7 +2,8 @@
 
 - AccountDeleted (MA-INV-19): the account leaves the required lists of meetings that have not started (ACTIVE or
   CANCELLED), the lists of live series and live templates. Past meetings, attendances and audit rows keep it:
-  last month's report still counts it as expected, present or absent (D-29). Never refuses the deletion.
+  last month's report still counts it as expected, present or absent (D-29). Its PENDING upload tasks are cancelled.
+  Never refuses the deletion.
 - AccountRolesChanged: a change of the meeting roles goes to the meeting-attendance audit log (issue 10).
 """
 
@@ -13,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam.events import AccountDeleted, AccountRolesChanged
 from tenet.meetings import audit
+from tenet.meetings.agenda import attachments as agenda
 from tenet.meetings.audit import Action, Resource
 from tenet.meetings.permissions import ADMINISTRATOR, EMPLOYEE, LEADER, MEETING_MANAGER
 
@@ -31,6 +33,9 @@ async def _account_deleted(session: AsyncSession, event: AccountDeleted) -> None
     await session.execute(text("""
         DELETE FROM meeting_attendance.template_attendees a USING meeting_attendance.templates t
          WHERE a.user_id = :user_id AND t.id = a.template_id AND t.status = 'ACTIVE'"""), {"user_id": event.user_id})
+    # A deleted account holds no PENDING upload task (MA-INV-19; its uploads stay).
+    await agenda.cancel_pending_tasks(session, assignee_id=event.user_id, actor=event.actor, actor_id=None,
+                                      now=event.now, reason="account_deleted")
     for meeting_id in sorted(set(removed)):
         await audit.record(session, action=Action.REQUIRED_ATTENDEES_UPDATED, resource=Resource.MEETING,
                            resource_id=meeting_id, meeting_id=meeting_id, now=event.now, actor=event.actor,

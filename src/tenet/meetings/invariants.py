@@ -439,8 +439,9 @@ register(
     id="MA-INV-19",
     domain=DOMAIN,
     statement="A deleted account is on no required-attendee list of a meeting that had not started when it was "
-              "deleted, on no list of a live series and on no live template; its past attendee rows, "
-              "attendances and audit rows are kept (reports of past meetings still count it).",
+              "deleted, on no list of a live series and on no live template, and holds no PENDING upload task; "
+              "its past attendee rows, attendances, uploads and audit rows are kept (reports of past meetings still "
+              "count it).",
     scope="attendee tables with iam.user_account",
     counterexample="Next week's report counts a deleted employee as absent; a deleted employee is copied into "
                    "every new occurrence of a series.",
@@ -466,6 +467,11 @@ register(
           JOIN meeting_attendance.templates tp ON tp.id = t.template_id
           JOIN iam.user_account u ON u.id = t.user_id
          WHERE u.status = 'deleted' AND tp.status = 'ACTIVE'
+        UNION ALL
+        SELECT 'upload task', t.agenda_item_id::text, t.assignee_user_id
+          FROM meeting_attendance.meeting_agenda_item_upload_tasks t
+          JOIN iam.user_account u ON u.id = t.assignee_user_id
+         WHERE u.status = 'deleted' AND t.status = 'PENDING' AND t.deleted_at IS NULL
     """,
 )
 

@@ -61,7 +61,8 @@ _ATTENDEE = {Permission.READ, Permission.CHECK_IN, Permission.ATTACHMENT_UPLOAD_
              Permission.ATTACHMENT_DOWNLOAD}
 GRANTS: dict[str, frozenset[Permission]] = {
     ADMINISTRATOR: frozenset(Permission),
-    MEETING_MANAGER: frozenset(Permission),
+    # Restoring a deleted attachment is the administrators' (API.md; spec: "联系 admin 可恢复"; migration 1200).
+    MEETING_MANAGER: frozenset(set(Permission) - {Permission.ATTACHMENT_RESTORE}),
     LEADER: frozenset(_ATTENDEE | {Permission.REPORT_READ}),
     EMPLOYEE: frozenset(_ATTENDEE),
 }

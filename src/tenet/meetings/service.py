@@ -27,6 +27,7 @@ from tenet.kernel.errors import DomainError, PreconditionFailed
 from tenet.kernel.settings import KernelSettings, section
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.meetings import audit, codes, errors, lifecycles, times
+from tenet.meetings.agenda import attachments as agenda
 from tenet.meetings.audit import Action, Resource
 from tenet.meetings.models import (
     Attendance,
@@ -287,6 +288,9 @@ async def cancel_meeting(session: AsyncSession, *, meeting_id: str, actor_id: uu
     meeting = await transition(
         session, lifecycles.MEETING, "cancel", model=Meeting, id=meeting_id, refuse=_meeting_refusal,
         values={"cancelled_at": now, "cancelled_by_id": actor_id, "cancel_reason": reason or None, "updated_at": now})
+    # Nobody is asked for material of a meeting that will not happen (MA-INV-29).
+    await agenda.cancel_pending_tasks(session, meeting_ids=[meeting_id], actor=Actor.user(actor_id),
+                                      actor_id=actor_id, now=now, reason="meeting_cancelled")
     await audit.record(session, action=Action.MEETING_CANCELLED, resource=Resource.MEETING, resource_id=meeting_id,
                        meeting_id=meeting_id, series_id=meeting.series_id, now=now, actor=Actor.user(actor_id),
                        before={"status": "ACTIVE"}, after={"status": "CANCELLED", "cancel_reason_given": bool(reason)})
@@ -299,6 +303,12 @@ async def delete_meetings(session: AsyncSession, *, meeting_ids: list[str], acto
     deleted = await transition(
         session, lifecycles.MEETING, "delete", model=Meeting, where=(Meeting.id.in_(meeting_ids),),
         values={"deleted_at": now, "deleted_by_id": actor_id, "updated_at": now})
+    gone = sorted(m.id for m in deleted)
+    if gone:
+        # Its pending tasks end (MA-INV-29), then its whole agenda and meeting files go with it (MA-INV-22).
+        await agenda.cancel_pending_tasks(session, meeting_ids=gone, actor=actor, actor_id=actor_id, now=now,
+                                          reason="meeting_deleted")
+        await agenda.delete_agenda_of(session, meeting_ids=gone, actor=actor, actor_id=actor_id, now=now)
     for meeting in deleted:
         await audit.record(session, action=Action.MEETING_DELETED, resource=Resource.MEETING, resource_id=meeting.id,
                            meeting_id=meeting.id, series_id=meeting.series_id, now=now, actor=actor,

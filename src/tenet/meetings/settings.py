@@ -8,6 +8,7 @@ attachments and the Outlook sync, which share this domain), the rest follow Tene
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings
@@ -43,12 +44,19 @@ class MeetingSettings(BaseSettings):
     meeting_attachment_storage_root: Path | None = Field(
         None, validation_alias=env("MEETING_ATTACHMENT_STORAGE_ROOT")
     )
+    # At most the upload routes' body ceiling (tenet.meetings.agenda.routes_attachments.BODY_CEILING).
     meeting_attachment_max_bytes: int = Field(
-        209_715_200, validation_alias=env("MEETING_ATTACHMENT_MAX_BYTES")
+        209_715_200, ge=1, le=4 * 1024**3, validation_alias=env("MEETING_ATTACHMENT_MAX_BYTES")
     )
     meeting_attachment_physical_delete_days: int = Field(
-        30, validation_alias=env("MEETING_ATTACHMENT_PHYSICAL_DELETE_DAYS")
+        30, ge=1, le=3650, validation_alias=env("MEETING_ATTACHMENT_PHYSICAL_DELETE_DAYS")
     )
+    meeting_attachment_storage: Literal["local", "s3"] = Field(
+        "local", validation_alias=env("MEETING_ATTACHMENT_STORAGE"))
+    meeting_attachment_s3_bucket: str | None = Field(None, validation_alias=env("MEETING_ATTACHMENT_S3_BUCKET"))
+    meeting_attachment_s3_endpoint_url: str | None = Field(
+        None, validation_alias=env("MEETING_ATTACHMENT_S3_ENDPOINT_URL"))
+    meeting_attachment_s3_region: str | None = Field(None, validation_alias=env("MEETING_ATTACHMENT_S3_REGION"))
 
     # --- Microsoft Graph (the Outlook sync, its own issue) ------------------------------------------
     graph_tenant_id: str | None = Field(None, validation_alias=env("GRAPH_TENANT_ID"))

@@ -34,3 +34,6 @@ async def erase_guest_data(scope: JobScope, timestamp: int) -> dict[str, int]:
     if total:
         log.info("erased guest data", extra={"guests": total})
     return {"guests": total}
+
+
+from tenet.meetings.agenda import tasks as agenda_tasks  # noqa: E402, F401  (the agenda's jobs, same blueprint)

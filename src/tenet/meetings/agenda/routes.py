@@ -1,0 +1,384 @@
+"""Routes of the agenda (API.md "Agenda", "Upload tasks", "Attachments") under /api/v1/meeting-attendance."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, Header, Query, Request, Response
+from pydantic import TypeAdapter
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenet.deps import NowDep, SessionDep, SettingsDep, reads
+from tenet.deps import now as clock_now
+from tenet.iam import service as iam_service
+from tenet.iam.auth import CurrentUser, require
+from tenet.iam.principal import Principal
+from tenet.kernel.errors import PermissionDenied
+from tenet.kernel.http import etag, if_match_version, json_response, problem_responses
+from tenet.kernel.idempotency import streams_body
+from tenet.kernel.pagination import Page, PageParams, page_params
+from tenet.kernel.settings import section
+from tenet.meetings import errors as meeting_errors
+from tenet.meetings.agenda import attachments, downloads, errors, queries, service, storage, uploads
+from tenet.meetings.agenda.http import router
+from tenet.meetings.agenda.models import ATTACHMENT_CATEGORIES, AgendaItem, AgendaSection, UploadTask
+from tenet.meetings.agenda.schemas import (
+    AgendaExternalRead,
+    AgendaRead,
+    DeletedAttachmentRead,
+    ItemAttachmentRead,
+    ItemCreate,
+    ItemRead,
+    ItemUpdate,
+    MeetingAttachmentRead,
+    MyUploadTaskRead,
+    Order,
+    OrderRead,
+    SectionCreate,
+    SectionRead,
+    SectionUpdate,
+    TaskAssign,
+    TaskList,
+    TaskStatus,
+    UploadTaskRead,
+)
+from tenet.meetings.permissions import Permission
+from tenet.meetings.queries import valid_meeting_id
+from tenet.meetings.settings import MeetingSettings
+
+Reader = Annotated[Principal, Depends(require(Permission.READ))]
+Editor = Annotated[Principal, Depends(require(Permission.AGENDA_UPDATE))]
+Assigner = Annotated[Principal, Depends(require(Permission.UPLOAD_TASK_ASSIGN))]
+Downloader = Annotated[Principal, Depends(require(Permission.ATTACHMENT_DOWNLOAD))]
+Restorer = Annotated[Principal, Depends(require(Permission.ATTACHMENT_RESTORE))]
+PageDep = Annotated[PageParams, Depends(page_params)]
+IfMatch = Annotated[str | None, Header(alias="If-Match", description='The ETag ("<version>") read before')]
+Kind = Literal["agenda-item", "meeting"]
+# The upload routes' body ceiling (Starlette's per-route limit); MEETING_ATTACHMENT_MAX_BYTES (at most 4 GiB, its
+# setting's bound) is enforced below it while streaming, with the agenda's own code.
+BODY_CEILING = 4 * 1024**3 + uploads.OVERHEAD
+
+
+def section_read(row: AgendaSection) -> SectionRead:
+    return SectionRead(id=row.id, meeting_id=row.meeting_id, order=row.sort_order or 0, title=row.title,
+                       created_by_id=row.created_by_id, created_at=row.created_at, updated_at=row.updated_at,
+                       version=row.version)
+
+
+async def item_read(session: AsyncSession, row: AgendaItem) -> ItemRead:
+    presenter = None
+    if row.presenter_user_id is not None:
+        people = await iam_service.user_summaries(session, [row.presenter_user_id])
+        found = people.get(row.presenter_user_id)
+        presenter = {"user_id": row.presenter_user_id, "display_name": found.display_name if found else None}
+    return ItemRead.model_validate({
+        "id": row.id, "section_id": row.section_id, "order": row.sort_order or 0, "title": row.title,
+        "description": row.description, "code": row.code, "time_minutes": row.time_minutes, "presenter": presenter,
+        "category_tag": row.category_tag, "created_by_id": row.created_by_id, "created_at": row.created_at,
+        "updated_at": row.updated_at, "version": row.version})
+
+
+def task_read(row: UploadTask) -> UploadTaskRead:
+    return UploadTaskRead.model_validate(row, from_attributes=True)
+
+
+# --- the agenda --------------------------------------------------------------------------------------------------
+
+
+@router.get("/meetings/{meeting_id}/agenda", response_model=AgendaRead | AgendaExternalRead,
+            summary="The agenda of a meeting (full for participants, titles only for external attendees)",
+            description="Participants (managers, the creator, the organizer, required attendees) get every field, "
+                        "the files and the upload tasks (all of them for managers and the creator, their own for "
+                        "others); an external attendee (a signed-in walk-in) gets section and item titles only.")
+async def get_agenda(meeting_id: str, user: Reader, request: Request) -> Response:
+    found = await queries.agenda(reads(request), meeting_id=meeting_id, principal=user)
+    model = AgendaRead if found["view"] == "full" else AgendaExternalRead
+    return json_response(model.model_validate(found))
+
+
+@router.post("/meetings/{meeting_id}/agenda/sections", status_code=201, response_model=SectionRead,
+             summary="Add a section at the end (managers, the creator)", responses=problem_responses(409, 422))
+async def create_section(meeting_id: str, body: SectionCreate, user: Editor, session: SessionDep,
+                         now: NowDep) -> Response:
+    row = await service.create_section(session, meeting_id=valid_meeting_id(meeting_id), title=body.title,
+                                       principal=user, now=now)
+    return json_response(section_read(row), status_code=201, headers={"ETag": etag(row.version)})
+
+
+@router.patch("/agenda/sections/{section_id}", response_model=SectionRead, summary="Rename a section",
+              responses=problem_responses(409, 412, 422))
+async def update_section(section_id: uuid.UUID, body: SectionUpdate, user: Editor, session: SessionDep, now: NowDep,
+                         if_match: IfMatch = None) -> Response:
+    row = await service.update_section(session, section_id=section_id, title=body.title, principal=user,
+                                       expected_version=if_match_version(if_match), now=now)
+    return json_response(section_read(row), headers={"ETag": etag(row.version)})
+
+
+@router.delete("/agenda/sections/{section_id}", status_code=204,
+               summary="Delete a section with its items, their tasks and files (soft; purged after the window)")
+async def delete_section(section_id: uuid.UUID, user: Editor, session: SessionDep, now: NowDep) -> None:
+    await service.delete_section(session, section_id=section_id, principal=user, now=now)
+
+
+@router.put("/meetings/{meeting_id}/agenda/sections/order", response_model=OrderRead,
+            summary="Reorder the sections (every live section, in the new order)",
+            description="409 `AGENDA_ORDER_MISMATCH` (with `current_ids`) unless `ids` are exactly the live sections.",
+            responses=problem_responses(409, 422))
+async def reorder_sections(meeting_id: str, body: Order, user: Editor, session: SessionDep, now: NowDep) -> OrderRead:
+    ids = await service.reorder_sections(session, meeting_id=valid_meeting_id(meeting_id), ids=body.ids,
+                                         principal=user, now=now)
+    return OrderRead(ids=ids)
+
+
+@router.post("/agenda/sections/{section_id}/items", status_code=201, response_model=ItemRead,
+             summary="Add an item at the end of a section", responses=problem_responses(409, 422))
+async def create_item(section_id: uuid.UUID, body: ItemCreate, user: Editor, session: SessionDep,
+                      now: NowDep) -> Response:
+    row = await service.create_item(session, section_id=section_id, fields=body.model_dump(), principal=user, now=now)
+    return json_response(await item_read(session, row), status_code=201, headers={"ETag": etag(row.version)})
+
+
+@router.patch("/agenda/items/{item_id}", response_model=ItemRead, summary="Change an item (or move it)",
+              description="Absent fields are unchanged, null clears. `section_id` moves the item to the end of "
+                          "another section of the same meeting. `If-Match` takes the item's ETag.",
+              responses=problem_responses(409, 412, 422))
+async def update_item(item_id: uuid.UUID, body: ItemUpdate, user: Editor, session: SessionDep, now: NowDep,
+                      if_match: IfMatch = None) -> Response:
+    row = await service.update_item(session, item_id=item_id, changes=body.model_dump(exclude_unset=True),
+                                    principal=user, expected_version=if_match_version(if_match), now=now)
+    return json_response(await item_read(session, row), headers={"ETag": etag(row.version)})
+
+
+@router.delete("/agenda/items/{item_id}", status_code=204,
+               summary="Delete an item with its tasks and files (soft; purged after the window)")
+async def delete_item(item_id: uuid.UUID, user: Editor, session: SessionDep, now: NowDep) -> None:
+    await service.delete_item(session, item_id=item_id, principal=user, now=now)
+
+
+@router.put("/agenda/sections/{section_id}/items/order", response_model=OrderRead,
+            summary="Reorder the items of a section", responses=problem_responses(409, 422))
+async def reorder_items(section_id: uuid.UUID, body: Order, user: Editor, session: SessionDep,
+                        now: NowDep) -> OrderRead:
+    ids = await service.reorder_items(session, section_id=section_id, ids=body.ids, principal=user, now=now)
+    return OrderRead(ids=ids)
+
+
+# --- upload tasks --------------------------------------------------------------------------------------------------
+
+
+@router.post("/agenda/items/{item_id}/upload-tasks", status_code=201, response_model=TaskList,
+             summary="Ask participants to upload material for an item (one PENDING task each)",
+             responses=problem_responses(409, 422))
+async def assign_tasks(item_id: uuid.UUID, body: TaskAssign, user: Assigner, session: SessionDep,
+                       now: NowDep) -> Response:
+    rows = await service.assign_tasks(session, item_id=item_id, assignee_ids=body.assignee_user_ids,
+                                      due_at=body.due_at, principal=user, now=now)
+    return json_response(TaskList(items=[task_read(r) for r in rows]), status_code=201)
+
+
+@router.post("/upload-tasks/{task_id}/cancel", response_model=UploadTaskRead, summary="Cancel a pending task",
+             responses=problem_responses(409))
+async def cancel_task(task_id: uuid.UUID, user: Assigner, session: SessionDep, now: NowDep) -> UploadTaskRead:
+    return task_read(await service.cancel_task(session, task_id=task_id, principal=user, now=now))
+
+
+@router.delete("/upload-tasks/{task_id}", status_code=204, summary="Delete a task (any state; soft)")
+async def delete_task(task_id: uuid.UUID, user: Assigner, session: SessionDep, now: NowDep) -> None:
+    await service.delete_task(session, task_id=task_id, principal=user, now=now)
+
+
+@router.get("/me/upload-tasks", response_model=Page[MyUploadTaskRead], summary="My upload tasks",
+            description="Soonest due first, undated last.", responses=problem_responses(400))
+async def my_tasks(user: Reader, request: Request, params: PageDep, status: TaskStatus | None = None) -> Response:
+    rows, cursor = await queries.my_tasks(reads(request), principal=user, status=status.value if status else None,
+                                          page=params)
+    return json_response(Page[MyUploadTaskRead](items=[MyUploadTaskRead.model_validate(r) for r in rows],
+                                                next_cursor=cursor))
+
+
+# --- attachments ---------------------------------------------------------------------------------------------------
+
+_UPLOAD_BODY = {
+    "required": True,
+    "content": {"multipart/form-data": {"schema": {
+        "type": "object", "required": ["file"],
+        "properties": {"file": {"type": "string", "format": "binary"}},
+    }}},
+}
+_MEETING_UPLOAD_BODY = {
+    "required": True,
+    "content": {"multipart/form-data": {"schema": {
+        "type": "object", "required": ["file"],
+        "properties": {"file": {"type": "string", "format": "binary"},
+                       "category": {"type": "string", "enum": list(ATTACHMENT_CATEGORIES)}},
+    }}},
+}
+_UPLOAD_ERRORS = problem_responses(400, 409, 413, 415)
+
+
+def _own(request: Request) -> MeetingSettings:
+    return section(request.app.state.settings, MeetingSettings)
+
+
+async def _store(request: Request, kind: str, received: uploads.Received, now: datetime) -> attachments.StoredFile:
+    attachment_id = uuid.uuid4()
+    key = storage.key_for(kind, attachment_id, now)
+    try:
+        await storage.of(request.app.state).commit(received.path, key)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            received.path.unlink()
+    return attachments.StoredFile(attachment_id=attachment_id, key=key, filename=received.filename,
+                                  mime_type=received.mime_type, size=received.size, sha256=received.sha256)
+
+
+async def _commit(request: Request, stored: attachments.StoredFile, record: Any) -> Any:
+    """The short unit of work that makes the stored file exist; on any refusal the file is deleted again."""
+    try:
+        async with request.app.state.db.unit_of_work() as session:
+            return await record(session)
+    except BaseException:
+        await storage.of(request.app.state).delete(stored.key)
+        raise
+
+
+def _attachment_answer(row: Any, kind: str, **extra: Any) -> dict[str, Any]:
+    return {"id": row.id, "uploaded_by_id": row.uploaded_by_id, "filename": row.filename, "mime_type": row.mime_type,
+            "size": str(row.size), "sha256": row.sha256, "uploaded_at": row.uploaded_at,
+            "download_url": queries.download_url(kind, row.id), **extra}
+
+
+@router.post("/agenda-items/{item_id}/attachments", status_code=201, response_model=ItemAttachmentRead,
+             max_body_size=BODY_CEILING, openapi_extra={"requestBody": _UPLOAD_BODY}, responses=_UPLOAD_ERRORS,
+             summary="Upload a file to an agenda item (managers; participants with an upload task)",
+             description="`multipart/form-data` with the single part `file`. Uploading completes the caller's oldest "
+                         "PENDING task on the item (`task_completed_id`). 413 `ATTACHMENT_TOO_LARGE` past "
+                         "MEETING_ATTACHMENT_MAX_BYTES; 415 `ATTACHMENT_MIME_NOT_ALLOWED` / "
+                         "`ATTACHMENT_MIME_MISMATCH`.")
+@streams_body
+async def upload_item_attachment(item_id: uuid.UUID, user: CurrentUser, request: Request) -> Response:
+    if not (user.can(Permission.ATTACHMENT_UPLOAD_ANY) or user.can(Permission.ATTACHMENT_UPLOAD_ASSIGNED)):
+        raise PermissionDenied(f"Requires the permission {Permission.ATTACHMENT_UPLOAD_ASSIGNED.value}",
+                               permission=Permission.ATTACHMENT_UPLOAD_ASSIGNED.value)
+    target = await queries.item_upload_target(reads(request), item_id=item_id, principal=user)
+    if target["identity"] not in queries.PARTICIPANTS:
+        raise errors.UploadTaskNotOwned()
+    if target["status"] == "CANCELLED":
+        raise meeting_errors.MeetingCancelled(meeting_id=target["meeting_id"])
+    if not attachments.may_upload_any(user, target["created_by_id"]) and not (
+            user.can(Permission.ATTACHMENT_UPLOAD_ASSIGNED) and target["holds_task"]):
+        raise errors.UploadTaskNotOwned()
+    own = _own(request)
+    received = await uploads.receive(request, temp_dir=storage.temp_dir(request.app.state.settings),
+                                     max_bytes=own.meeting_attachment_max_bytes)
+    now = clock_now(request)
+    stored = await _store(request, "agenda-item", received, now)
+    row, flipped = await _commit(request, stored, lambda session: attachments.record_item_attachment(
+        session, item_id=item_id, stored=stored, principal=user, now=now, candidate=target["pending_task_id"]))
+    answer = ItemAttachmentRead.model_validate(_attachment_answer(row, "agenda-item", agenda_item_id=item_id,
+                                                                  task_completed_id=flipped))
+    return json_response(answer, status_code=201, headers={"Location": answer.download_url})
+
+
+@router.post("/meetings/{meeting_id}/attachments", status_code=201, response_model=MeetingAttachmentRead,
+             max_body_size=BODY_CEILING, openapi_extra={"requestBody": _MEETING_UPLOAD_BODY},
+             responses=problem_responses(400, 409, 413, 415, 422),
+             summary="Upload a meeting-level file (minutes, sign-in sheets, notices; managers)",
+             description="`multipart/form-data`: the part `file` and an optional `category` (MINUTES, MATERIAL, "
+                         "OTHER).")
+@streams_body
+async def upload_meeting_attachment(meeting_id: str, user: CurrentUser, request: Request) -> Response:
+    if not user.can(Permission.ATTACHMENT_UPLOAD_ANY):
+        raise PermissionDenied(f"Requires the permission {Permission.ATTACHMENT_UPLOAD_ANY.value}",
+                               permission=Permission.ATTACHMENT_UPLOAD_ANY.value)
+    target = await queries.meeting_upload_target(reads(request), meeting_id=meeting_id, principal=user)
+    if not attachments.may_upload_any(user, target["created_by_id"]):
+        raise meeting_errors.MeetingActionForbidden(action="upload-meeting-attachment", identity=target["identity"])
+    if target["status"] == "CANCELLED":
+        raise meeting_errors.MeetingCancelled(meeting_id=meeting_id)
+    own = _own(request)
+    received = await uploads.receive(request, temp_dir=storage.temp_dir(request.app.state.settings),
+                                     max_bytes=own.meeting_attachment_max_bytes, fields=("category",))
+    try:
+        category = received.fields.get("category") or None
+        if category is not None and category not in ATTACHMENT_CATEGORIES:
+            raise errors.AttachmentCategoryInvalid(allowed=list(ATTACHMENT_CATEGORIES))
+    except BaseException:
+        received.path.unlink(missing_ok=True)
+        raise
+    now = clock_now(request)
+    stored = await _store(request, "meeting", received, now)
+    row = await _commit(request, stored, lambda session: attachments.record_meeting_attachment(
+        session, meeting_id=meeting_id, category=category, stored=stored, principal=user, now=now))
+    answer = MeetingAttachmentRead.model_validate(_attachment_answer(row, "meeting", meeting_id=meeting_id,
+                                                                     category=category))
+    return json_response(answer, status_code=201, headers={"Location": answer.download_url})
+
+
+_DOWNLOAD: dict[int | str, dict[str, Any]] = {
+    # The stored type of the file (one of the upload whitelist).
+    200: {"content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}, "description": "The file"},
+    206: {"content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+          "description": "The requested byte range"},
+    304: {"description": "Not modified"},
+    **problem_responses(416),
+}
+
+
+async def _download(request: Request, user: Principal, kind: str, attachment_id: uuid.UUID) -> Response:
+    row = await queries.download(reads(request), kind=kind, attachment_id=attachment_id, principal=user)
+    return await downloads.answer(request, storage.of(request.app.state), key=row["storage_path"],
+                                  filename=row["filename"], mime_type=row["mime_type"], size=row["size"],
+                                  sha256=row["sha256"])
+
+
+@router.get("/attachments/agenda-item/{attachment_id}/download", responses=_DOWNLOAD, response_class=Response,
+            summary="Download an item file (participants; Range answered)")
+async def download_item_attachment(attachment_id: uuid.UUID, user: Downloader, request: Request) -> Response:
+    return await _download(request, user, "agenda-item", attachment_id)
+
+
+@router.get("/attachments/meeting/{attachment_id}/download", responses=_DOWNLOAD, response_class=Response,
+            summary="Download a meeting file (participants; Range answered)")
+async def download_meeting_attachment(attachment_id: uuid.UUID, user: Downloader, request: Request) -> Response:
+    return await _download(request, user, "meeting", attachment_id)
+
+
+@router.delete("/attachments/agenda-item/{attachment_id}", status_code=204,
+               summary="Delete an item file (the uploader; managers for anyone's)")
+async def delete_item_attachment(attachment_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+                                 now: NowDep) -> None:
+    await attachments.delete_attachment(session, kind="agenda-item", attachment_id=attachment_id, principal=user,
+                                        now=now)
+
+
+@router.delete("/attachments/meeting/{attachment_id}", status_code=204,
+               summary="Delete a meeting file (the uploader; managers for anyone's)")
+async def delete_meeting_attachment(attachment_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+                                    now: NowDep) -> None:
+    await attachments.delete_attachment(session, kind="meeting", attachment_id=attachment_id, principal=user, now=now)
+
+
+@router.post("/attachments/{kind}/{attachment_id}/restore", status_code=204,
+             summary="Restore a deleted file inside the purge window (administrators)",
+             responses=problem_responses(409))
+async def restore_attachment(kind: Kind, attachment_id: uuid.UUID, user: Restorer, session: SessionDep, now: NowDep,
+                             settings: SettingsDep, request: Request) -> None:
+    await attachments.restore_attachment(
+        session, kind=kind, attachment_id=attachment_id, principal=user, storage=storage.of(request.app.state),
+        purge_days=section(settings, MeetingSettings).meeting_attachment_physical_delete_days, now=now)
+
+
+@router.get("/meetings/{meeting_id}/attachments/deleted", response_model=list[DeletedAttachmentRead],
+            summary="Deleted files of a meeting that can still be restored (administrators)")
+async def deleted_attachments(meeting_id: str, user: Restorer, request: Request,
+                              limit: Annotated[int, Query(ge=1, le=500)] = 500) -> Response:
+    rows = await queries.deleted_attachments(
+        reads(request), meeting_id=meeting_id,
+        purge_days=_own(request).meeting_attachment_physical_delete_days)
+    body = [DeletedAttachmentRead.model_validate(r) for r in rows[:limit]]
+    return Response(TypeAdapter(list[DeletedAttachmentRead]).dump_json(body), media_type="application/json")
+

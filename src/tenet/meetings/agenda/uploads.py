@@ -1,0 +1,266 @@
+"""Receiving an upload (spec §资料上传 multipart 流程, §上传中间件配置): the multipart body is parsed as it arrives
+(python-multipart's streaming parser fed from `request.stream()`) and the single part `file` is written to a temp
+file under `<root>/tmp/uploads`, never held in memory (a 1 MiB buffer at most) and with no database connection held.
+
+Checked while the bytes arrive, in the spec's order: the part's Content-Type against the whitelist (415
+ATTACHMENT_MIME_NOT_ALLOWED, before a byte is written), the first 4 KB against that type (415
+ATTACHMENT_MIME_MISMATCH), the byte count against MEETING_ATTACHMENT_MAX_BYTES (413 ATTACHMENT_TOO_LARGE at the
+first byte over, without reading the rest). Any refusal, a client that goes away, or a cancelled request closes
+and unlinks the temp file; a process that dies leaves it to the sweeper job (meetings:sweep_upload_leftovers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from python_multipart.exceptions import FormParserError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.requests import ClientDisconnect, Request
+
+from tenet.kernel.errors import UnsupportedMediaType
+from tenet.meetings.agenda import errors, mime
+
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
+
+BUFFER = 1024 * 1024
+# Multipart framing around the file (boundaries, part headers, a category field): what a body may carry beyond
+# the file itself before its declared length alone says it is too large.
+OVERHEAD = 64 * 1024
+_FIELD_LIMIT = 64
+
+
+@dataclass
+class Received:
+    path: Path
+    filename: str
+    mime_type: str
+    size: int
+    sha256: str
+    fields: dict[str, str]
+
+
+@dataclass
+class _Part:
+    headers: dict[bytes, bytes] = field(default_factory=dict)
+    name: str = ""
+    filename: str | None = None
+    is_file: bool = False
+    data: bytearray = field(default_factory=bytearray)
+
+
+_EXTENDED_FILENAME = re.compile(rb"filename\*\s*=\s*([A-Za-z0-9_-]+)'[^']*'([^;\s]*)", re.IGNORECASE)
+
+
+def _extended(match: re.Match[bytes]) -> str:
+    charset = match.group(1).decode("ascii").lower()
+    try:
+        return unquote(match.group(2).decode("ascii"), encoding=charset if charset in ("utf-8", "iso-8859-1")
+                       else "utf-8", errors="replace")
+    except UnicodeDecodeError:
+        return ""
+
+
+def _decode(value: bytes) -> str:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
+
+
+class _Receiver:
+    """Collects the parser's callbacks as events; the async loop acts on them between chunks (file writes run in a
+    thread, so the event loop only parses)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+        self.part = _Part()
+        self.complete = False
+        self._name = b""
+        self._value = b""
+
+    def callbacks(self) -> MultipartCallbacks:
+        return {"on_part_begin": self.on_part_begin, "on_part_data": self.on_part_data,
+                "on_part_end": self.on_part_end, "on_header_field": self.on_header_field,
+                "on_header_value": self.on_header_value, "on_header_end": self.on_header_end,
+                "on_headers_finished": self.on_headers_finished, "on_end": self.on_end}
+
+    def on_part_begin(self) -> None:
+        self.part = _Part()
+
+    def on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self._name += data[start:end]
+
+    def on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+
+    def on_header_end(self) -> None:
+        self.part.headers[self._name.lower()] = self._value
+        self._name, self._value = b"", b""
+
+    def on_headers_finished(self) -> None:
+        disposition = self.part.headers.get(b"content-disposition", b"")
+        _, options = parse_options_header(disposition)
+        self.part.name = _decode(options.get(b"name", b""))
+        extended = _EXTENDED_FILENAME.search(disposition)
+        if extended is not None or b"filename" in options:
+            self.part.is_file = True
+            # RFC 5987 `filename*=UTF-8''...` wins over the plain parameter (which browsers send as raw UTF-8).
+            self.part.filename = (_extended(extended) if extended is not None
+                                  else _decode(options.get(b"filename") or b""))
+        self.events.append(("headers", self.part))
+
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        self.events.append(("data", data[start:end]))
+
+    def on_part_end(self) -> None:
+        self.events.append(("end", self.part))
+
+    def on_end(self) -> None:
+        # The closing boundary arrived: a body cut short never gets here (its file would be truncated).
+        self.complete = True
+
+
+class _TempFile:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd: int | None = None
+        self.digest = hashlib.sha256()
+
+    async def open(self) -> None:
+        def create() -> int:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+
+        self.fd = await asyncio.to_thread(create)
+
+    async def write(self, data: bytes) -> None:
+        def run() -> None:
+            self.digest.update(data)
+            view = memoryview(data)
+            while view:
+                written = os.write(self.fd, view)  # type: ignore[arg-type]
+                view = view[written:]
+
+        await asyncio.to_thread(run)
+
+    async def finish(self) -> None:
+        await asyncio.to_thread(os.fsync, self.fd)  # type: ignore[arg-type]
+        self.close()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def discard(self) -> None:
+        """Synchronous on purpose: it must also run when the request task is being cancelled."""
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def check_envelope(request: Request, max_bytes: int) -> bytes:
+    """Before reading the body: multipart/form-data with a boundary, and a declared length within the limit."""
+    kind, options = parse_options_header(request.headers.get("content-type", ""))
+    if kind != b"multipart/form-data":
+        raise UnsupportedMediaType("Uploads are multipart/form-data with one part named file")
+    boundary = options.get(b"boundary")
+    if not boundary:
+        raise errors.AttachmentUploadMalformed("The multipart body has no boundary")
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > max_bytes + OVERHEAD:
+        raise errors.AttachmentTooLarge(max_bytes=max_bytes)
+    return boundary
+
+
+async def receive(request: Request, *, temp_dir: Path, max_bytes: int, fields: tuple[str, ...] = ()) -> Received:
+    """Stream the body into a temp file: exactly one part `file` (plus the named short `fields`)."""
+    boundary = check_envelope(request, max_bytes)
+    receiver = _Receiver()
+    parser = MultipartParser(boundary, receiver.callbacks())
+    temp = _TempFile(temp_dir / f"{uuid.uuid4()}.part")
+    current: _Part | None = None
+    file_part: _Part | None = None
+    kind = ""
+    size = 0
+    head = bytearray()
+    checked = False
+    buffer = bytearray()
+    values: dict[str, str] = {}
+    done = False
+    try:
+        async for chunk in request.stream():
+            try:
+                parser.write(chunk)
+            except FormParserError:
+                raise errors.AttachmentUploadMalformed("The multipart body is malformed") from None
+            for event, payload in receiver.events:
+                if event == "headers":
+                    current = payload
+                    if payload.is_file and payload.name == "file":
+                        if file_part is not None:
+                            raise errors.AttachmentUploadMalformed("Send one file per request")
+                        file_part = payload
+                        filename = mime.clean_filename(payload.filename)
+                        declared = mime.declared_type(payload.headers.get(b"content-type", b"").decode("latin-1"),
+                                                      filename)
+                        if declared is None:
+                            raise errors.AttachmentMimeNotAllowed(allowed=list(mime.ALLOWED))
+                        kind = declared
+                        await temp.open()
+                    elif payload.is_file or payload.name not in fields or payload.name in values:
+                        raise errors.AttachmentUploadMalformed(f"Unexpected part {payload.name[:40]!r}")
+                elif event == "data":
+                    assert current is not None
+                    if current is file_part:
+                        size += len(payload)
+                        if size > max_bytes:
+                            raise errors.AttachmentTooLarge(max_bytes=max_bytes)
+                        if not checked:
+                            head.extend(payload[: mime.HEAD_BYTES - len(head)])
+                            if len(head) >= mime.HEAD_BYTES:
+                                checked = True
+                                if not mime.matches(kind, bytes(head), complete=False):
+                                    raise errors.AttachmentMimeMismatch(declared=kind)
+                        buffer.extend(payload)
+                        if len(buffer) >= BUFFER:
+                            await temp.write(bytes(buffer))
+                            buffer.clear()
+                    else:
+                        current.data.extend(payload)
+                        if len(current.data) > _FIELD_LIMIT:
+                            raise errors.AttachmentUploadMalformed(f"The part {current.name!r} is too long")
+                elif event == "end" and payload is not file_part:
+                    values[payload.name] = _decode(bytes(payload.data)).strip()
+            receiver.events.clear()
+        try:
+            parser.finalize()
+        except FormParserError:
+            raise errors.AttachmentUploadMalformed("The multipart body is malformed") from None
+        if file_part is None:
+            raise errors.AttachmentUploadMalformed("No part named file")
+        if not receiver.complete:
+            raise errors.AttachmentUploadMalformed("The body ends before its closing boundary")
+        if not checked and not mime.matches(kind, bytes(head), complete=True):
+            raise errors.AttachmentMimeMismatch(declared=kind)
+        if buffer:
+            await temp.write(bytes(buffer))
+        await temp.finish()
+        done = True
+        return Received(path=temp.path, filename=mime.clean_filename(file_part.filename), mime_type=kind, size=size,
+                        sha256=temp.digest.hexdigest(), fields=values)
+    except ClientDisconnect:
+        raise errors.AttachmentUploadMalformed("The upload was interrupted") from None
+    finally:
+        if not done:
+            temp.discard()
