@@ -3,6 +3,7 @@ templates (issue 10 "Series", "Templates")."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -61,6 +62,29 @@ class TestGeneration:
             "title": "S", "start_date": "2026-03-02", "start_local_time": "09:00", "duration_minutes": 30,
             "rrule": rrule})
         assert (response.status_code, code(response)) == (422, error)
+
+    @pytest.mark.invariant("MA-INV-18")
+    @pytest.mark.parametrize("rrule", [
+        "FREQ=DAILY;COUNT=5;BYMONTH=2;BYMONTHDAY=30",
+        "FREQ=YEARLY;COUNT=2;BYMONTH=2;BYMONTHDAY=30",
+        "FREQ=DAILY;UNTIL=99991231;BYMONTH=4;BYMONTHDAY=31",
+        "FREQ=WEEKLY;COUNT=3;BYMONTH=11;BYMONTHDAY=31",
+        "FREQ=SECONDLY;COUNT=3",
+        "FREQ=MONTHLY;COUNT=2;BYDAY=53MO",
+        "FREQ=DAILY;COUNT=3;INTERVAL=0",
+        "FREQ=DAILY;COUNT=2;BYEASTER=0",
+        "FREQ=DAILY;UNTIL=20261399",
+        "FREQ=DAILY;UNTIL=00010101T000000Z",
+    ])
+    async def test_a_rule_without_occurrences_is_refused_promptly(self, ma, manager, rrule):
+        """dateutil looks for a match up to the year 9999 (seconds of CPU); the expansion is bounded."""
+        before = time.process_time()
+        response = await ma.call("POST", "/series", manager, json={
+            "title": "S", "timezone": "Asia/Tokyo", "start_date": "2026-03-02", "start_local_time": "09:00",
+            "duration_minutes": 30, "rrule": rrule})
+        cpu = time.process_time() - before
+        assert (response.status_code, code(response)) == (422, "RECURRENCE_INVALID"), response.text
+        assert cpu < 1.0, cpu
 
     async def test_until_and_exdates(self, ma, manager):
         made = await _series(ma, manager, rrule="FREQ=WEEKLY;BYDAY=MO;UNTIL=20260316", exdates=["2026-03-09"])

@@ -9,18 +9,17 @@ exist (spring forward) moves forward by the gap, an ambiguous one takes the firs
 
 from __future__ import annotations
 
-import itertools
 import re
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from dateutil.rrule import rrulestr
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.kernel import recurrence
 from tenet.kernel.audit import Actor
 from tenet.kernel.errors import PreconditionFailed
 from tenet.kernel.transitions import lock_rows, transition
@@ -84,22 +83,30 @@ def dates(rule: str, start_date: date, zone_name: str, *, limit: int) -> list[da
         match = _UNTIL.match(parts["UNTIL"])
         if match is None:
             raise errors.RecurrenceInvalid("UNTIL must be a date (YYYYMMDD) or a UTC time (YYYYMMDDTHHMMSSZ)")
-        until = datetime.strptime(match.group(1), "%Y%m%d").date()
-        if match.group(4):  # a UTC instant: the local date it falls on
-            instant = datetime.strptime(match.group(1) + match.group(3), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
-            until = instant.astimezone(times.zone(zone_name)).date()
-        parts["UNTIL"] = until.strftime("%Y%m%dT235959")
+        try:
+            until = datetime.strptime(match.group(1), "%Y%m%d").date()
+            if match.group(4):  # a UTC instant: the local date it falls on
+                instant = datetime.strptime(match.group(1) + match.group(3), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+                until = instant.astimezone(times.zone(zone_name)).date()
+        except (ValueError, OverflowError):
+            raise errors.RecurrenceInvalid("UNTIL is not a real date or time") from None
+        if until < start_date:
+            raise errors.RecurrenceInvalid("The rule has no occurrence")
+        parts["UNTIL"] = f"{until:%Y%m%d}T235959"
     text_rule = ";".join(f"{k}={v}" for k, v in parts.items())
-    try:
-        recurrence = rrulestr(text_rule, dtstart=datetime.combine(start_date, time(0, 0)))
-        found = [d.date() for d in itertools.islice(recurrence, limit + 1)]
-    except (ValueError, TypeError, OverflowError) as exc:
-        raise errors.RecurrenceInvalid(str(exc)[:200]) from None
-    if len(found) > limit:
-        raise errors.RecurrenceTooLong(limit=limit)
     horizon = start_date + timedelta(days=366 * MAX_YEARS)
-    if found and found[-1] > horizon:
-        raise errors.RecurrenceTooLong(f"A series spans at most {MAX_YEARS} years", limit=limit)
+    try:
+        # Bounded (kernel.recurrence): a rule that never matches stops within the supported range.
+        occurrences = recurrence.expand(text_rule, datetime.combine(start_date, time(0, 0)))
+    except ValueError as exc:
+        raise errors.RecurrenceInvalid(str(exc)[:200]) from None
+    found: list[date] = []
+    for occurrence in occurrences:
+        if occurrence.date() > horizon:
+            raise errors.RecurrenceTooLong(f"A series spans at most {MAX_YEARS} years", limit=limit)
+        found.append(occurrence.date())
+        if len(found) > limit:
+            raise errors.RecurrenceTooLong(limit=limit)
     if not found:
         raise errors.RecurrenceInvalid("The rule has no occurrence")
     return found

@@ -1,27 +1,30 @@
 """Time zones and RFC 5545 recurrence rules of schedule items (SOC-INV-10, D-12, D-18).
 
 An item's first occurrence is [start_at, end_at]; a rule repeats it in the item's IANA zone by wall-clock
-arithmetic (dateutil's rrule on an aware `ZoneInfo` start), so a weekly 09:00 meeting stays at 09:00 local on
-both sides of a DST change. A wall time that does not exist (02:30 on the spring-forward night) is read with
-the offset before the gap, one that occurs twice (01:30 on the fall-back night) at its first occurrence
-(`fold=0`), as RFC 5545 says.
+arithmetic (kernel.recurrence: dateutil's rrule on an aware `ZoneInfo` start), so a weekly 09:00 meeting stays
+at 09:00 local on both sides of a DST change. A wall time that does not exist (02:30 on the spring-forward
+night) is read with the offset before the gap, one that occurs twice (01:30 on the fall-back night) at its first
+occurrence (`fold=0`), as RFC 5545 says.
 
 Accepted rules (D-12): FREQ DAILY/WEEKLY/MONTHLY/YEARLY (nothing sub-daily: no BYHOUR/BYMINUTE/BYSECOND),
 not both COUNT and UNTIL, COUNT <= 1000, INTERVAL <= 365, UNTIL as a UTC date-time (`...Z`, what RFC 5545
 requires when DTSTART has a TZID), at most 500 characters, and the rule must produce the start itself as its
 first occurrence (RFC 5545 counts DTSTART as the first instance, dateutil does not: requiring the match makes
-our expansion and every calendar client agree).
+our expansion and every calendar client agree). Expansion stops at the end of the supported range
+(2200-01-01, kernel.recurrence): a rule with no occurrence before it is refused, and `series_end_at` of a
+COUNT or UNTIL rule whose occurrences would run past it is the end of the last one before it.
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from dateutil.rrule import rrule, rrulestr
-
+from tenet.kernel import recurrence
 from tenet.social import errors
 
 MAX_COUNT = 1000
@@ -81,15 +84,13 @@ def normalize_rule(raw: str) -> str:
     return ";".join(ordered)
 
 
-def rule_for(rule: str, start: datetime, tz: ZoneInfo) -> rrule:
-    local_start = start.astimezone(tz)
+def expand(rule: str, start: datetime, tz: ZoneInfo) -> Iterator[datetime]:
+    """The rule's occurrences as local times in `tz`, bounded to the supported range (kernel.recurrence: a rule
+    that never matches costs a bounded walk, not a search to the year 9999)."""
     try:
-        parsed = rrulestr(rule, dtstart=local_start)
-    except (ValueError, TypeError, KeyError) as exc:
+        return recurrence.expand(rule, start.astimezone(tz))
+    except ValueError as exc:
         raise _invalid(str(exc)[:200] or "not an RRULE") from None
-    if not isinstance(parsed, rrule):
-        raise _invalid("one RRULE only")
-    return parsed
 
 
 @dataclass(frozen=True)
@@ -113,20 +114,18 @@ def check_series(*, start_at: datetime, end_at: datetime, timezone: str, recurre
     if recurrence_rule is None:
         return Series(None, end_at)
     rule_text = normalize_rule(recurrence_rule)
-    parsed = rule_for(rule_text, start_at, tz)
-    first = parsed.after(start_at.astimezone(tz), inc=True)
+    found = expand(rule_text, start_at, tz)
+    first = next(found, None)
     if first is None:
-        raise _invalid("the rule produces no occurrence")
+        raise _invalid(f"the rule produces no occurrence before {recurrence.SUPPORTED_UNTIL.year}")
     if first.astimezone(UTC) != start_at.astimezone(UTC):
         raise _invalid("the start must be the rule's first occurrence (RFC 5545 counts DTSTART as one)")
-    duration = end_at - start_at
-    if "COUNT=" in rule_text:
-        last = list(parsed)[-1]
-    elif "UNTIL=" in rule_text:
-        last = parsed.before(datetime.max.replace(tzinfo=UTC) - timedelta(days=2), inc=True) or first
-    else:
+    if "COUNT=" not in rule_text and "UNTIL=" not in rule_text:
         return Series(rule_text, None)
-    return Series(rule_text, last.astimezone(UTC) + duration)
+    # The last occurrence before UNTIL, COUNT or the end of the supported range (what every query can reach).
+    rest = deque(found, maxlen=1)
+    last = rest[0] if rest else first
+    return Series(rule_text, last.astimezone(UTC) + (end_at - start_at))
 
 
 @dataclass(frozen=True)
@@ -156,9 +155,8 @@ def occurrences(*, start_at: datetime, end_at: datetime, timezone: str, recurren
 
     if recurrence_rule is None:
         return [occurrence(start_at.astimezone(tz))] if overlaps(start_at) else []
-    parsed = rule_for(recurrence_rule, start_at, tz)
     found: list[Occurrence] = []
-    for local in parsed.xafter((window_from - duration).astimezone(tz), inc=True):
+    for local in expand(recurrence_rule, start_at, tz):
         if local.astimezone(UTC) >= window_to or len(found) >= limit:
             break
         if overlaps(local.astimezone(UTC)):

@@ -1,0 +1,129 @@
+"""Bounded RFC 5545 expansion: the same occurrences as dateutil inside the supported range, a bounded cost for
+rules that (almost) never match, and every refusal made before the first step."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from dateutil.rrule import rrulestr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tenet.kernel.recurrence import SUPPORTED_UNTIL, expand
+
+PARIS = ZoneInfo("Europe/Paris")
+RULES = [
+    "FREQ=DAILY", "FREQ=DAILY;INTERVAL=3", "FREQ=WEEKLY;BYDAY=MO,WE", "FREQ=WEEKLY;INTERVAL=2;WKST=SU;BYDAY=SU,TU",
+    "FREQ=MONTHLY;BYDAY=-1FR", "FREQ=MONTHLY;BYMONTHDAY=-1,31", "FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1",
+    "FREQ=YEARLY;BYWEEKNO=53;BYDAY=MO", "FREQ=YEARLY;BYWEEKNO=1,-1;BYDAY=SU;WKST=SU", "FREQ=YEARLY;BYYEARDAY=60,366",
+    "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29", "FREQ=MONTHLY;BYMONTHDAY=13;BYDAY=FR", "FREQ=YEARLY;BYDAY=20MO",
+    "FREQ=DAILY;INTERVAL=7;BYMONTH=2;BYMONTHDAY=29", "FREQ=MONTHLY;INTERVAL=5;BYDAY=2TU,-2TH",
+]
+# Rules with no occurrence at all, or none after the first few, that make dateutil walk to the year 9999.
+PATHOLOGICAL = [
+    "FREQ=DAILY;COUNT=5;BYMONTH=2;BYMONTHDAY=30", "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30",
+    "FREQ=DAILY;BYMONTH=4;BYMONTHDAY=31", "FREQ=DAILY;UNTIL=99991231T000000;BYMONTH=6;BYMONTHDAY=31",
+    "FREQ=WEEKLY;BYMONTH=11;BYMONTHDAY=31", "FREQ=DAILY;BYYEARDAY=366;BYMONTH=2",
+    "FREQ=DAILY;BYWEEKNO=34;BYMONTHDAY=-28,12;BYSETPOS=2", "FREQ=DAILY;BYMONTH=1;BYWEEKNO=30",
+]
+
+
+def _dateutil(rule: str, start: datetime, n: int) -> list[datetime]:
+    end = SUPPORTED_UNTIL if start.tzinfo else SUPPORTED_UNTIL.replace(tzinfo=None)
+    return list(itertools.takewhile(lambda d: d < end, itertools.islice(rrulestr(rule, dtstart=start), n)))
+
+
+def _cpu(call):
+    before = time.process_time()
+    result = call()
+    return result, time.process_time() - before
+
+
+class TestSameAsDateutil:
+    @settings(max_examples=150, deadline=None)
+    @given(rule=st.sampled_from(RULES), day=st.datetimes(min_value=datetime(1900, 1, 1),
+                                                         max_value=datetime(2199, 12, 1)))
+    def test_a_naive_start_gives_dateutil_s_occurrences(self, rule, day):
+        start = day.replace(microsecond=0)
+        assert list(itertools.islice(expand(rule, start), 60)) == _dateutil(rule, start, 60)
+
+    @settings(max_examples=100, deadline=None)
+    @given(rule=st.sampled_from(RULES), day=st.datetimes(min_value=datetime(1950, 1, 1),
+                                                         max_value=datetime(2150, 1, 1)),
+           until=st.datetimes(min_value=datetime(1950, 1, 1), max_value=datetime(2300, 1, 1)))
+    def test_an_aware_start_keeps_its_wall_time_and_until_is_an_instant(self, rule, day, until):
+        start = day.replace(microsecond=0, tzinfo=PARIS)
+        text = f"{rule};UNTIL={until:%Y%m%dT%H%M%S}Z"
+        ours = list(itertools.islice(expand(text, start), 60))
+        assert ours == _dateutil(text, start, 60)
+        assert [o.utcoffset() for o in ours] == [o.replace(tzinfo=PARIS).utcoffset() for o in ours]
+
+    def test_count_counts_from_the_start_and_a_local_until_is_inclusive(self):
+        start = datetime(2026, 3, 2, 9, 0)
+        assert len(list(expand("FREQ=WEEKLY;BYDAY=MO,FR;COUNT=5", start))) == 5
+        assert list(expand("FREQ=DAILY;UNTIL=20260304T090000", start))[-1] == datetime(2026, 3, 4, 9, 0)
+        assert list(expand("RRULE:FREQ=DAILY;UNTIL=20260304", start))[-1] == datetime(2026, 3, 3, 9, 0)
+
+
+class TestBounded:
+    @pytest.mark.parametrize("rule", PATHOLOGICAL)
+    def test_a_rule_that_never_matches_stops_promptly(self, rule):
+        found, cpu = _cpu(lambda: list(expand(rule, datetime(1900, 1, 1))))
+        assert found == [] and cpu < 1.0, cpu
+
+    def test_nothing_at_or_after_the_supported_end_is_yielded(self):
+        last = list(expand("FREQ=DAILY", datetime(2199, 12, 30, 12, 0, tzinfo=UTC)))
+        assert last == [datetime(2199, 12, 30, 12, 0, tzinfo=UTC), datetime(2199, 12, 31, 12, 0, tzinfo=UTC)]
+        stop = datetime(2026, 1, 3, tzinfo=UTC)
+        assert len(list(expand("FREQ=DAILY", datetime(2026, 1, 1, tzinfo=PARIS), stop=stop))) == 3
+
+    def test_the_last_of_count_does_not_look_for_another(self):
+        # Feb 29 on a Thursday: 2024, 2052, 2080, ... dateutil looks for the next one after COUNT is reached.
+        rule = "FREQ=DAILY;COUNT=1;BYMONTH=2;BYMONTHDAY=29;BYDAY=TH"
+        found, _ = _cpu(lambda: list(expand(rule, datetime(2024, 2, 29))))
+        assert found == [datetime(2024, 2, 29)]
+
+
+class TestRefused:
+    @pytest.mark.parametrize(("rule", "start"), [
+        ("FREQ=SECONDLY", datetime(2026, 1, 1)), ("FREQ=HOURLY;COUNT=3", datetime(2026, 1, 1)),
+        ("FREQ=YEARLY;BYEASTER=0", datetime(2026, 1, 1)), ("FREQ=DAILY;COUNT=3;UNTIL=20260301", datetime(2026, 1, 1)),
+        ("FREQ=DAILY;INTERVAL=0", datetime(2026, 1, 1)), ("FREQ=DAILY;INTERVAL=-1", datetime(2026, 1, 1)),
+        ("FREQ=MONTHLY;BYDAY=53MO", datetime(2026, 1, 1)), ("FREQ=YEARLY;BYMONTH=13;BYDAY=-5SA", datetime(2026, 1, 1)),
+        ("FREQ=YEARLY;BYMONTHDAY=0", datetime(2026, 1, 1)), ("FREQ=DAILY;WKST=XX", datetime(2026, 1, 1)),
+        ("FREQ=DAILY;UNTIL=20260301T000000Z", datetime(2026, 1, 1)),
+        ("FREQ=DAILY;UNTIL=20260301", datetime(2026, 1, 1, tzinfo=UTC)),
+        ("FREQ=DAILY;FREQ=WEEKLY", datetime(2026, 1, 1)), ("FREQ=DAILY;COUNT", datetime(2026, 1, 1)),
+        ("FREQ=DAILY;FOO=1", datetime(2026, 1, 1)), ("FREQ=DAILY", datetime(1899, 12, 31)),
+        ("FREQ=DAILY", datetime(2200, 1, 1)), ("FREQ=DAILY", datetime(9999, 12, 31, tzinfo=UTC)),
+    ])
+    def test_before_the_first_step(self, rule, start):
+        with pytest.raises(ValueError):
+            expand(rule, start)
+
+    @settings(max_examples=400, deadline=None)
+    @given(freq=st.sampled_from(["DAILY", "WEEKLY", "MONTHLY", "YEARLY"]),
+           parts=st.dictionaries(
+               st.sampled_from(["INTERVAL", "COUNT", "BYMONTH", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO", "BYDAY",
+                                "BYSETPOS", "WKST", "UNTIL"]),
+               st.one_of(st.integers(-400, 400).map(str),
+                         st.lists(st.integers(-60, 60), min_size=1, max_size=3).map(lambda v: ",".join(map(str, v))),
+                         st.sampled_from(["MO", "2TU", "-1FR", "5SU", "-5SA", "53MO", "-53SU", "0MO", "+3WE", "SU",
+                                          "20300101T000000", "21991231T235959", "99991231T000000"])),
+               max_size=4),
+           day=st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2199, 12, 31)))
+    def test_a_rule_read_is_expanded_without_error_in_bounded_time(self, freq, parts, day):
+        rule = ";".join([f"FREQ={freq}"] + [f"{k}={v}" for k, v in parts.items()])
+        try:
+            occurrences = expand(rule, day)
+        except ValueError:
+            return
+        found, cpu = _cpu(lambda: list(itertools.islice(occurrences, 2000)))
+        assert cpu < 1.0, (rule, cpu)
+        assert found == sorted(found) and all(o < datetime(2200, 1, 1) for o in found)
+        if found:
+            assert found[0] >= day.replace(microsecond=0) - timedelta(seconds=1)

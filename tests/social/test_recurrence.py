@@ -1,0 +1,60 @@
+"""Recurrence of schedule items (SOC-INV-10, D-12): expansion is bounded to the supported range, so a rule that
+never (or rarely) matches answers promptly on every path that expands it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import text
+from tests.social.conftest import code
+
+ITEM = {"title": "x", "start_at": "2026-03-02T17:00:00Z", "end_at": "2026-03-02T18:00:00Z",
+        "timezone": "America/Los_Angeles"}
+# Generous: a denial-of-service regression took 2 to 3 s of CPU per request; bounded expansion takes < 0.3 s.
+CPU_BUDGET = 1.0
+
+
+async def _cpu(awaitable):
+    before = time.process_time()
+    result = await awaitable
+    return result, time.process_time() - before
+
+
+class TestBoundedExpansion:
+    @pytest.mark.invariant("SOC-INV-10")
+    @pytest.mark.parametrize("rule", [
+        "FREQ=DAILY;COUNT=5;BYMONTH=2;BYMONTHDAY=30",
+        "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30",
+        "FREQ=DAILY;UNTIL=99991231T000000Z;BYMONTH=4;BYMONTHDAY=31",
+        "FREQ=WEEKLY;BYMONTH=11;BYMONTHDAY=31",
+        "FREQ=SECONDLY",
+        "FREQ=MONTHLY;BYDAY=53MO",
+        "FREQ=DAILY;INTERVAL=0",
+    ])
+    async def test_a_rule_without_an_occurrence_is_refused_promptly(self, api, ann, rule):
+        response, cpu = await _cpu(api.post(ann, "/schedule-items", {**ITEM, "recurrence_rule": rule}))
+        assert response.status_code == 422 and code(response) == "RECURRENCE_RULE_INVALID", response.text
+        assert cpu < CPU_BUDGET, cpu
+
+    async def test_a_far_until_ends_the_series_within_the_supported_range(self, api, ann):
+        # Monday 2 March 2026 09:00 in Los Angeles, then every 2 March that is a Monday, until 9999.
+        rule = "FREQ=DAILY;UNTIL=99991231T235959Z;BYMONTH=3;BYMONTHDAY=2;BYDAY=MO"
+        response, cpu = await _cpu(api.post(ann, "/schedule-items", {**ITEM, "recurrence_rule": rule}))
+        assert response.status_code == 201, response.text
+        assert cpu < CPU_BUDGET, cpu
+        assert response.json()["series_end_at"] == "2195-03-02T18:00:00Z"
+
+    async def test_reads_of_a_stored_rule_that_never_matches_answer_promptly(self, api, ann, db):
+        """A rule stored before validation refused it (or written by hand): the occurrence list and the todo
+        extraction expand it within the bound."""
+        item = await api.item(ann, recurrence_rule="FREQ=DAILY;COUNT=3")
+        async with db.unit_of_work() as session:
+            await session.execute(text("UPDATE social.schedule_items SET recurrence_rule = :r, series_end_at = NULL "
+                                       "WHERE id = :id"),
+                                  {"r": "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30", "id": item["id"]})
+        response, cpu = await _cpu(api.get(ann, f"/schedule-items/{item['id']}/occurrences",
+                                           **{"from": "2026-04-01T00:00:00Z", "to": "2026-05-01T00:00:00Z"}))
+        assert response.status_code == 200 and response.json()["items"] == [] and cpu < CPU_BUDGET, cpu
+        response, cpu = await _cpu(api.post(ann, "/todos/extract", {"schedule_item_ids": [item["id"]]}))
+        assert response.status_code == 200 and response.json()["items"] == [] and cpu < CPU_BUDGET, cpu
