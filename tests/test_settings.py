@@ -43,6 +43,13 @@ def test_a_malformed_rate_is_refused(monkeypatch):
         Settings(_env_file=None)
 
 
+@pytest.mark.parametrize("zone", ["right/UTC", "posix/Asia/Shanghai", "localtime", "Factory", "PST"])
+def test_a_default_timezone_that_is_no_iana_zone_is_refused(monkeypatch, zone):
+    monkeypatch.setenv("TENET_DEFAULT_TIMEZONE", zone)
+    with pytest.raises(ValidationError, match="TENET_DEFAULT_TIMEZONE"):
+        Settings(_env_file=None)
+
+
 def test_the_development_key_is_generated_once_and_kept(tmp_path):
     settings = Settings(_env_file=None, data_dir=tmp_path)
     first = settings.signing_key()

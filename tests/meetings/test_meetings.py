@@ -111,6 +111,25 @@ class TestCreate:
         assert (response.status_code, code(response)) == (status, error)
 
     @pytest.mark.invariant("MA-INV-04")
+    @pytest.mark.invariant("MA-INV-02")
+    @pytest.mark.parametrize("zone", ["right/UTC", "posix/Asia/Shanghai", "posix/Europe/Paris", "localtime",
+                                      "Factory"])
+    async def test_names_zoneinfo_loads_that_are_no_iana_zone_are_refused(self, ma, manager, zone):
+        """right/ zones count leap seconds (times shifted by 27 s) and PostgreSQL knows neither kind."""
+        for path, body in (("/meetings", {"title": "M", **ma.window()}),
+                           ("/series", {"title": "S", "start_date": "2026-03-02", "start_local_time": "09:00",
+                                        "duration_minutes": 30, "rrule": "FREQ=DAILY;COUNT=2"}),
+                           ("/templates", {"label": "T", "title": "T", "duration_minutes": 30})):
+            response = await ma.call("POST", path, manager, json={**body, "timezone": zone})
+            assert (response.status_code, code(response)) == (422, "TIMEZONE_INVALID"), (path, response.text)
+        report = await ma.call("GET", "/reports/status-distribution", manager,
+                               params={"from": "2026-01-01", "to": "2026-02-01", "tz": zone})
+        assert (report.status_code, code(report)) == (422, "TIMEZONE_INVALID"), report.text
+
+    @pytest.mark.parametrize("zone", ["Asia/Shanghai", "UTC", "America/Argentina/Buenos_Aires"])
+    async def test_iana_names_are_accepted(self, ma, manager, zone):
+        assert (await ma.create_ok(manager, timezone=zone))["timezone"] == zone
+
     async def test_attendees_must_be_active_accounts(self, ma, manager, employee, users, client):
         unknown = await ma.create(manager, required_attendee_ids=[str(uuid.uuid4())])
         assert (unknown.status_code, code(unknown)) == (422, "ATTENDEE_NOT_FOUND")

@@ -1,5 +1,5 @@
-"""Recurrence of schedule items (SOC-INV-10, D-12): expansion is bounded to the supported range, so a rule that
-never (or rarely) matches answers promptly on every path that expands it."""
+"""Time zones and recurrence of schedule items (SOC-INV-10, D-12): IANA names only, and expansion bounded to the
+supported range, so a rule that never (or rarely) matches answers promptly on every path that expands it."""
 
 from __future__ import annotations
 
@@ -58,3 +58,20 @@ class TestBoundedExpansion:
         assert response.status_code == 200 and response.json()["items"] == [] and cpu < CPU_BUDGET, cpu
         response, cpu = await _cpu(api.post(ann, "/todos/extract", {"schedule_item_ids": [item["id"]]}))
         assert response.status_code == 200 and response.json()["items"] == [] and cpu < CPU_BUDGET, cpu
+
+
+class TestZones:
+    @pytest.mark.invariant("SOC-INV-10")
+    @pytest.mark.parametrize("zone", ["right/UTC", "posix/Asia/Shanghai", "localtime", "Factory"])
+    async def test_names_zoneinfo_loads_that_are_no_iana_zone_are_refused(self, api, ann, zone):
+        response = await api.post(ann, "/schedule-items", {**ITEM, "timezone": zone})
+        assert response.status_code == 422 and code(response) == "TIMEZONE_INVALID", response.text
+        settings = await api.patch(ann, "/me/settings", {"preferences": {"timezone": zone}})
+        assert settings.status_code == 422 and code(settings) == "VALIDATION_FAILED", settings.text
+
+    @pytest.mark.parametrize("zone", ["Asia/Shanghai", "UTC", "America/Argentina/Buenos_Aires"])
+    async def test_iana_names_are_accepted(self, api, ann, zone):
+        item = await api.ok(api.post(ann, "/schedule-items", {**ITEM, "timezone": zone}), 201)
+        assert item["timezone"] == zone
+        settings = await api.ok(api.patch(ann, "/me/settings", {"preferences": {"timezone": zone}}))
+        assert settings["settings"]["preferences"]["timezone"] == zone

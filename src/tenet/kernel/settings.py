@@ -23,6 +23,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, field_vali
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tenet.kernel.mail import MailSettings
+from tenet.kernel.zones import is_iana_zone
 
 _UNITS = {
     "s": 1, "sec": 1, "second": 1, "seconds": 1,
@@ -147,6 +148,13 @@ class KernelSettings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return normalize_forwarded_allow_ips(value)
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _iana_zone(cls, value: str) -> str:
+        if not is_iana_zone(value):
+            raise ValueError(f"TENET_DEFAULT_TIMEZONE must be an IANA time zone such as Europe/Paris, not {value!r}")
+        return value
 
     @field_validator("secret_key")
     @classmethod

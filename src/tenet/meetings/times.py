@@ -5,20 +5,21 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
+from tenet.kernel.zones import load_zone
 from tenet.meetings import errors
 
 
 @lru_cache(maxsize=512)
 def zone(name: str) -> ZoneInfo:
-    """The zone, or TIMEZONE_INVALID. Only IANA names (`Area/City`, `UTC`): abbreviations such as PST are
-    ambiguous and refused (MA-INV-02)."""
+    """The zone, or TIMEZONE_INVALID. Only IANA names (kernel.zones: not `right/`, `posix/`, `localtime`), and of
+    those only `Area/City` and `UTC`: legacy names such as EST are abbreviations, ambiguous (MA-INV-02)."""
     if not name or ("/" not in name and name not in ("UTC", "Etc/UTC")):
         raise errors.TimezoneInvalid(timezone=name[:64])
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return load_zone(name)
+    except ValueError:
         raise errors.TimezoneInvalid(timezone=name[:64]) from None
 
 

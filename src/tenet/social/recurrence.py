@@ -22,9 +22,10 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo
 
 from tenet.kernel import recurrence
+from tenet.kernel.zones import load_zone
 from tenet.social import errors
 
 MAX_COUNT = 1000
@@ -39,11 +40,10 @@ _UNTIL = re.compile(r"^\d{8}T\d{6}Z$")
 
 
 def zone(name: str) -> ZoneInfo:
-    if name not in available_timezones():
-        raise errors.TimezoneInvalid(timezone=name[:64])
+    """An IANA zone (kernel.zones: not `right/`, `posix/`, `localtime` or `Factory`), or TIMEZONE_INVALID."""
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+        return load_zone(name)
+    except ValueError:
         raise errors.TimezoneInvalid(timezone=name[:64]) from None
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
-from zoneinfo import available_timezones
+
+from tenet.kernel.zones import is_iana_zone
 
 CURRENT_VERSION = 1
 
@@ -102,7 +103,7 @@ def patch_problems(patch: Any) -> list[dict[str, Any]]:
                 check, wanted = known[key]
                 if not check(value):
                     issues.append(_issue([section, key], f"must be {wanted}"))
-                elif section == "preferences" and key == "timezone" and value not in available_timezones():
+                elif section == "preferences" and key == "timezone" and not is_iana_zone(value):
                     issues.append(_issue([section, key], "not an IANA time zone this server knows"))
     return issues
 
