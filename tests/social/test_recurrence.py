@@ -75,3 +75,36 @@ class TestZones:
         assert item["timezone"] == zone
         settings = await api.ok(api.patch(ann, "/me/settings", {"preferences": {"timezone": zone}}))
         assert settings["settings"]["preferences"]["timezone"] == zone
+
+
+class TestSupportedRange:
+    @pytest.mark.invariant("SOC-INV-10")
+    @pytest.mark.parametrize("times", [
+        {"end_at": "2200-06-01T00:00:00Z"},
+        {"start_at": "2199-12-31T23:00:00Z", "end_at": "2200-01-01T01:00:00Z"},
+        {"start_at": "0001-01-01T00:00:00+05:00", "end_at": "0001-01-01T01:00:00+05:00"},
+        {"start_at": "9999-12-31T22:00:00-05:00", "end_at": "9999-12-31T23:00:00-05:00"},
+        {"start_at": "1899-12-31T23:00:00Z"},
+    ])
+    async def test_an_item_outside_the_supported_range_is_422(self, api, ann, times):
+        response = await api.post(ann, "/schedule-items", {**ITEM, **times})
+        assert response.status_code == 422 and code(response) == "SCHEDULE_ITEM_INVALID", response.text
+        item = await api.ok(api.post(ann, "/schedule-items", ITEM), 201)
+        patched = await api.patch(ann, f"/schedule-items/{item['id']}", times)
+        assert patched.status_code == 422 and code(patched) == "SCHEDULE_ITEM_INVALID", patched.text
+
+    @pytest.mark.parametrize("window", [
+        {"from": "2199-12-01T00:00:00Z", "to": "2200-01-02T00:00:00Z"},
+        {"from": "1899-12-31T00:00:00Z", "to": "1900-01-02T00:00:00Z"},
+    ])
+    async def test_a_window_outside_the_supported_range_is_422(self, api, ann, window):
+        item = await api.ok(api.post(ann, "/schedule-items", {**ITEM, "recurrence_rule": "FREQ=DAILY"}), 201)
+        for path in ("/schedule-items", f"/schedule-items/{item['id']}/occurrences"):
+            response = await api.get(ann, path, **window)
+            assert response.status_code == 422 and code(response) == "SCHEDULE_WINDOW_INVALID", response.text
+
+    async def test_the_last_day_of_the_range_is_reachable(self, api, ann):
+        item = await api.ok(api.post(ann, "/schedule-items", {**ITEM, "recurrence_rule": "FREQ=DAILY"}), 201)
+        page = await api.ok(api.get(ann, f"/schedule-items/{item['id']}/occurrences",
+                                    **{"from": "2199-12-30T00:00:00Z", "to": "2200-01-01T00:00:00Z"}))
+        assert [o["start_at"] for o in page["items"]] == ["2199-12-30T17:00:00Z", "2199-12-31T17:00:00Z"]

@@ -473,8 +473,8 @@ def _window(window_from: datetime | None, window_to: datetime | None, limit: tim
         raise errors.ScheduleWindowInvalid("give both from and to, or neither")
     if window_from.tzinfo is None or window_to.tzinfo is None:
         raise errors.ScheduleWindowInvalid("from and to need a time zone offset")
-    if not (window_from.year >= recurrence.MIN_YEAR and window_to.year <= recurrence.MAX_YEAR):
-        raise errors.ScheduleWindowInvalid(f"from and to lie between {recurrence.MIN_YEAR} and {recurrence.MAX_YEAR}")
+    if not (recurrence.in_range(window_from) and recurrence.SUPPORTED_FROM < window_to <= recurrence.SUPPORTED_UNTIL):
+        raise errors.ScheduleWindowInvalid(f"from and to lie {recurrence.RANGE_TEXT}")
     if window_to <= window_from or window_to - window_from > limit:
         raise errors.ScheduleWindowInvalid(f"from < to, at most {limit.days} days apart")
     return window_from, window_to

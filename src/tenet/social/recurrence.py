@@ -24,15 +24,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from tenet.kernel import recurrence
+from tenet.kernel import recurrence as kernel_recurrence
+from tenet.kernel.recurrence import SUPPORTED_FROM, SUPPORTED_UNTIL
 from tenet.kernel.zones import load_zone
 from tenet.social import errors
 
 MAX_COUNT = 1000
 MAX_INTERVAL = 365
 MAX_OCCURRENCES_PER_WINDOW = 1000
-# Far enough for any calendar; keeps every expansion and sum of a duration inside Python's datetime range.
-MIN_YEAR, MAX_YEAR = 1900, 2200
+# Items, windows and todos' due dates lie in [SUPPORTED_FROM, SUPPORTED_UNTIL) (1900-01-01 to 2200-01-01 UTC,
+# kernel.recurrence): far enough for any calendar, and every expansion and sum of a duration stays inside
+# Python's datetime range.
+RANGE_TEXT = f"between {SUPPORTED_FROM:%Y-%m-%d} and {SUPPORTED_UNTIL:%Y-%m-%d} (UTC)"
+
+
+def in_range(moment: datetime) -> bool:
+    """An aware instant inside the supported range (compared as instants: no conversion that could overflow)."""
+    return moment.tzinfo is not None and SUPPORTED_FROM <= moment < SUPPORTED_UNTIL
 _ALLOWED_PARTS = {"FREQ", "INTERVAL", "COUNT", "UNTIL", "BYDAY", "BYMONTHDAY", "BYMONTH", "BYYEARDAY", "BYWEEKNO",
                   "BYSETPOS", "WKST"}
 _PART = re.compile(r"^[A-Z]+=[A-Za-z0-9,+-]+$")
@@ -88,7 +96,7 @@ def expand(rule: str, start: datetime, tz: ZoneInfo) -> Iterator[datetime]:
     """The rule's occurrences as local times in `tz`, bounded to the supported range (kernel.recurrence: a rule
     that never matches costs a bounded walk, not a search to the year 9999)."""
     try:
-        return recurrence.expand(rule, start.astimezone(tz))
+        return kernel_recurrence.expand(rule, start.astimezone(tz))
     except ValueError as exc:
         raise _invalid(str(exc)[:200] or "not an RRULE") from None
 
@@ -105,8 +113,8 @@ def check_series(*, start_at: datetime, end_at: datetime, timezone: str, recurre
     tz = zone(timezone)
     if start_at.tzinfo is None or end_at.tzinfo is None:
         raise errors.ScheduleItemInvalid("start_at and end_at need a time zone offset")
-    if not (start_at.astimezone(UTC).year >= MIN_YEAR and end_at.astimezone(UTC).year <= MAX_YEAR):
-        raise errors.ScheduleItemInvalid(f"items lie between the years {MIN_YEAR} and {MAX_YEAR}")
+    if not (in_range(start_at) and in_range(end_at)):
+        raise errors.ScheduleItemInvalid(f"items lie {RANGE_TEXT}")
     if end_at < start_at:
         raise errors.ScheduleItemInvalid("end_at must not be before start_at")
     if end_at - start_at > timedelta(days=366):
@@ -117,7 +125,7 @@ def check_series(*, start_at: datetime, end_at: datetime, timezone: str, recurre
     found = expand(rule_text, start_at, tz)
     first = next(found, None)
     if first is None:
-        raise _invalid(f"the rule produces no occurrence before {recurrence.SUPPORTED_UNTIL.year}")
+        raise _invalid(f"the rule produces no occurrence before {SUPPORTED_UNTIL.year}")
     if first.astimezone(UTC) != start_at.astimezone(UTC):
         raise _invalid("the start must be the rule's first occurrence (RFC 5545 counts DTSTART as one)")
     if "COUNT=" not in rule_text and "UNTIL=" not in rule_text:

@@ -47,8 +47,16 @@ async def _check_sources(session: AsyncSession, owner_id: uuid.UUID, source_ids:
     return [str(i) for i in source_ids]
 
 
+def _check_due(due_at: datetime | None) -> None:
+    """A due date is an instant in the supported range: the digest and the listing add to it and compare it."""
+    if due_at is not None and not recurrence.in_range(due_at):
+        raise errors.ScheduleItemInvalid(f"due_at is an instant with an offset {recurrence.RANGE_TEXT}",
+                                         field="due_at")
+
+
 async def create_todo(session: AsyncSession, *, owner_id: uuid.UUID, title: str, description: str | None,
                       due_at: datetime | None, priority: str, source_ids: list[uuid.UUID], now: datetime) -> Todo:
+    _check_due(due_at)
     await require_active_accounts(session, [owner_id])
     sources = await _check_sources(session, owner_id, source_ids)
     todo = Todo(id=uuid.uuid4(), owner_id=owner_id, title=title, description=description, due_at=due_at,
@@ -68,6 +76,7 @@ async def _own(session: AsyncSession, todo_id: uuid.UUID, owner_id: uuid.UUID) -
 
 async def update_todo(session: AsyncSession, *, todo_id: uuid.UUID, owner_id: uuid.UUID, changes: dict[str, Any],
                       expected_version: int | None, now: datetime) -> Todo:
+    _check_due(changes.get("due_at"))
     todo = await _own(session, todo_id, owner_id)
     values: dict[str, Any] = {k: v for k, v in changes.items() if k in ("title", "description", "due_at", "priority")}
     if "source_ids" in changes:
