@@ -295,3 +295,51 @@ async def test_a_worker_killed_mid_run_is_recovered_and_the_run_finishes_once(co
             "SELECT count(*) FROM social.inbox_messages WHERE message_type = 'todo_digest'"))).scalar()
     assert tuple(run) == ("succeeded", 2) and digests == 1
     await _rules_hold(committed_db)
+
+
+async def _run_now_twice(db, owner, job_id, now) -> list[str]:
+    """Two run-now requests of one job at once (a millisecond apart, as two HTTP requests are), each holding its
+    transaction open a moment after queuing."""
+    async def request(at):
+        async with db.unit_of_work() as session:
+            await automations.run_now(session, job_id=job_id, owner_id=owner, max_attempts=3, now=at)
+            await asyncio.sleep(WINDOW)
+
+    return sorted(await asyncio.gather(_outcome(request(now)), _outcome(request(now + timedelta(milliseconds=1)))))
+
+
+@pytest.mark.invariant("SOC-INV-20")
+async def test_one_manual_run_of_a_job_at_a_time(committed_db, people, clock):
+    """The job's row lock queues the second request behind the first, which then sees the queued run: 409, one
+    run. Once it has finished, the next manual run is accepted."""
+    (job_id,) = await _digest_jobs(committed_db, people, clock, 1)
+    async with committed_db.read_only() as session:
+        owner = (await session.execute(text("SELECT owner_id FROM social.automation_jobs WHERE id = :j"),
+                                       {"j": job_id})).scalar()
+    outcomes = await _run_now_twice(committed_db, owner, job_id, clock.now())
+    assert outcomes == ["AUTOMATION_RUN_IN_PROGRESS", "ok"]
+    async with committed_db.read_only() as session:
+        runs = (await session.execute(text("SELECT trigger, status FROM social.automation_runs"))).all()
+    assert [tuple(r) for r in runs] == [("manual", "queued")]
+    clock.advance(timedelta(seconds=1))
+    assert await automations.drain(committed_db, clock=clock, default_timezone="UTC", lease_seconds=120,
+                                   retry_base_seconds=60) == {"succeeded": 1}
+    assert await _run_now_twice(committed_db, owner, job_id, clock.now()) == ["AUTOMATION_RUN_IN_PROGRESS", "ok"]
+    await _rules_hold(committed_db)
+
+
+async def test_without_the_job_lock_two_manual_runs_are_queued(committed_db, people, clock, monkeypatch):
+    """The control experiment: with the job read without its row lock, both requests check before either
+    commits and both queue a run — the lock, not luck, keeps one."""
+    (job_id,) = await _digest_jobs(committed_db, people, clock, 1)
+    async with committed_db.read_only() as session:
+        owner = (await session.execute(text("SELECT owner_id FROM social.automation_jobs WHERE id = :j"),
+                                       {"j": job_id})).scalar()
+
+    async def unlocked(session, job_id, owner_id):
+        from tenet.social.models import AutomationJob
+
+        return await session.get(AutomationJob, job_id, populate_existing=True)
+
+    monkeypatch.setattr(automations, "_own", unlocked)
+    assert await _run_now_twice(committed_db, owner, job_id, clock.now()) == ["ok", "ok"]

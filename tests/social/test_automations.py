@@ -145,6 +145,17 @@ class TestScheduling:
                 "2026-01-05T20:00:00+00:00", "2026-01-06T20:00:00+00:00"]
         await soc_invariants_hold(db)
 
+    @pytest.mark.invariant("SOC-INV-20")
+    async def test_a_second_manual_run_waits_for_the_first_to_finish(self, api, ann, clock, db):
+        job = await _job(api, ann)
+        first = await api.ok(api.post(ann, f"/automations/{job['id']}/run-now"), 202)
+        clock.advance(timedelta(seconds=5))
+        again = await api.post(ann, f"/automations/{job['id']}/run-now")
+        assert (again.status_code, code(again)) == (409, "AUTOMATION_RUN_IN_PROGRESS"), again.text
+        assert again.json()["run_id"] == first["id"] and again.json()["current_status"] == "queued"
+        await automations.drain(db, clock=clock, default_timezone=LA, lease_seconds=120, retry_base_seconds=60)
+        await api.ok(api.post(ann, f"/automations/{job['id']}/run-now"), 202)
+
     async def test_todo_from_schedule_extracts_tomorrow(self, api, ann, clock, db):
         item = await api.item(ann, start_at="2026-01-06T18:00:00Z", end_at="2026-01-06T19:00:00Z",
                               recurrence_rule="FREQ=DAILY")

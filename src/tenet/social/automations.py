@@ -285,8 +285,17 @@ async def delete_job(session: AsyncSession, *, job_id: uuid.UUID, owner_id: uuid
 
 async def run_now(session: AsyncSession, *, job_id: uuid.UUID, owner_id: uuid.UUID, max_attempts: int,
                   now: datetime) -> AutomationRun:
-    """A manual run for this instant; the worker's drainers execute it (within a minute)."""
+    """A manual run for this instant; the worker's drainers execute it (within a minute). One manual run of a
+    job at a time: while one is queued or running (a retry included), another is AUTOMATION_RUN_IN_PROGRESS. The
+    job's row lock (`_own`, FOR UPDATE) queues concurrent requests, so each sees the run the one before it
+    committed."""
     await _own(session, job_id, owner_id)
+    pending = (await session.execute(text("""
+        SELECT id, status FROM social.automation_runs
+         WHERE job_id = :j AND trigger = 'manual' AND status IN ('queued', 'running')
+         ORDER BY created_at LIMIT 1"""), {"j": job_id})).first()
+    if pending is not None:
+        raise errors.AutomationRunInProgress(run_id=str(pending.id), current_status=pending.status)
     run = AutomationRun(id=uuid.uuid4(), job_id=job_id, scheduled_at=now, trigger="manual", status="queued",
                         attempt=0, max_attempts=max_attempts, available_at=now, missed_slots=0, created_at=now)
     await add_unique(session, run, on_violation={RUN_SLOT_UNIQUE: lambda: errors.AutomationStateConflict(

@@ -54,6 +54,7 @@ class SocialErrorCode(StrEnum):
     AGENT_MIGRATING = "AGENT_MIGRATING"
     AUTOMATION_LIMIT_REACHED = "AUTOMATION_LIMIT_REACHED"
     AUTOMATION_STATE_CONFLICT = "AUTOMATION_STATE_CONFLICT"
+    AUTOMATION_RUN_IN_PROGRESS = "AUTOMATION_RUN_IN_PROGRESS"
     SETTINGS_VERSION_OUTDATED = "SETTINGS_VERSION_OUTDATED"
     FRIEND_REQUEST_TO_SELF = "FRIEND_REQUEST_TO_SELF"
     SCHEDULE_ITEM_INVALID = "SCHEDULE_ITEM_INVALID"
@@ -271,6 +272,13 @@ class AutomationStateConflict(DomainError):
     status, code, title = (
         409, SocialErrorCode.AUTOMATION_STATE_CONFLICT,
         'The automation is not in a state that allows this',
+    )
+
+
+class AutomationRunInProgress(DomainError):
+    status, code, title = (
+        409, SocialErrorCode.AUTOMATION_RUN_IN_PROGRESS,
+        'A manual run of this automation is queued or running; wait until it has finished',
     )
 
 
