@@ -127,3 +127,19 @@ class TestRefused:
         assert found == sorted(found) and all(o < datetime(2200, 1, 1) for o in found)
         if found:
             assert found[0] >= day.replace(microsecond=0) - timedelta(seconds=1)
+
+
+class TestTruncated:
+    @pytest.mark.parametrize(("rule", "stop", "truncated"), [
+        ("FREQ=DAILY;COUNT=5", None, False),
+        ("FREQ=DAILY;UNTIL=20260110T000000Z", None, False),
+        ("FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30", None, False),
+        ("FREQ=DAILY;COUNT=5", datetime(2026, 1, 3, tzinfo=UTC), True),
+        ("FREQ=DAILY;UNTIL=20260103T000000Z", datetime(2026, 1, 3, tzinfo=UTC), True),
+        ("FREQ=DAILY;UNTIL=20260102T120000Z", datetime(2026, 1, 3, tzinfo=UTC), False),
+        ("FREQ=YEARLY", None, True),
+    ])
+    def test_it_tells_whether_the_rule_went_on_past_the_bound(self, rule, stop, truncated):
+        occurrences = expand(rule, datetime(2026, 1, 1, tzinfo=UTC), stop=stop)
+        list(occurrences)
+        assert occurrences.truncated is truncated

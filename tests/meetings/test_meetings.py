@@ -105,10 +105,23 @@ class TestCreate:
         ({"checkin_closes_at": "2026-01-05T08:00:00Z"}, 422, "MEETING_TIME_INVALID"),
         ({"late_grace_minutes": 241}, 422, "VALIDATION_FAILED"),
         ({"online_link": "javascript:alert(1)"}, 422, "VALIDATION_FAILED"),
+        # Outside the supported range, 1900-01-01 to 2200-01-01 (UTC): an overflow, a DataError, or a year-9999
+        # meeting before.
+        ({"start_time": "0001-01-01T00:00:00+05:00", "end_time": "0001-01-01T01:00:00+05:00"}, 422,
+         "MEETING_TIME_INVALID"),
+        ({"start_time": "9999-12-31T22:00:00-05:00", "end_time": "9999-12-31T23:00:00-05:00"}, 422,
+         "MEETING_TIME_INVALID"),
+        ({"start_time": "9999-12-31T22:00:00Z", "end_time": "9999-12-31T23:00:00Z"}, 422, "MEETING_TIME_INVALID"),
+        ({"start_time": "2199-12-31T23:30:00Z", "end_time": "2200-01-01T00:30:00Z"}, 422, "MEETING_TIME_INVALID"),
+        ({"start_time": "1899-12-31T23:00:00Z", "end_time": "1900-01-01T00:30:00Z"}, 422, "MEETING_TIME_INVALID"),
+        ({"checkin_closes_at": "9999-12-31T23:00:00-05:00"}, 422, "MEETING_TIME_INVALID"),
     ])
     async def test_impossible_times_are_refused(self, ma, manager, body, status, error):
         response = await ma.create(manager, **body)
-        assert (response.status_code, code(response)) == (status, error)
+        assert (response.status_code, code(response)) == (status, error), response.text
+        meeting = await ma.create_ok(manager)
+        changed = await ma.call("PATCH", f"/meetings/{meeting['id']}", manager, json=body)
+        assert (changed.status_code, code(changed)) == (status, error), changed.text
 
     @pytest.mark.invariant("MA-INV-04")
     @pytest.mark.invariant("MA-INV-02")

@@ -143,3 +143,38 @@ async def test_the_audit_log_filters(ma, manager, employee, leader):
     unknown = await ma.call("GET", "/audit-logs", manager, params={"action": "NOT_AN_ACTION"})
     assert unknown.status_code == 422
     assert (await ma.call("GET", "/audit-logs", employee)).status_code == 403
+
+
+@pytest.mark.parametrize(("path", "params"), [
+    # Out of the supported range (1900-01-01 to 2200-01-01): overflows (500) or empty answers before.
+    ("/reports/status-distribution", {"from": "0001-01-01", "to": "0001-01-05", "tz": "Asia/Tokyo"}),
+    ("/reports/status-distribution", {"from": "9999-12-30", "to": "9999-12-31", "tz": "America/New_York"}),
+    ("/reports/status-distribution", {"from": "9999-12-31T23:00:00-05:00", "to": "9999-12-31T23:30:00-05:00"}),
+    ("/reports/status-distribution", {"from": "0001-01-01T00:00:00Z", "to": "0001-01-02T00:00:00Z"}),
+    ("/reports/low-attendance", {"from": "0001-01-01", "to": "0001-01-05", "tz": "Asia/Tokyo"}),
+    ("/reports/low-attendance", {"from": "2199-12-01", "to": "2200-01-02"}),
+    # Inverted, empty, huge, malformed.
+    ("/reports/status-distribution", {"from": "2026-02-01", "to": "2026-01-01"}),
+    ("/reports/low-attendance", {"from": "2026-02-01", "to": "2026-02-01"}),
+    ("/reports/status-distribution", {"from": "1900-01-01", "to": "2199-12-31"}),
+    ("/reports/low-attendance", {"from": "2026-01-01", "to": "2026-13-01"}),
+    ("/meetings", {"from": "0001-01-01T00:00:00+05:00", "to": "0001-01-02T00:00:00+05:00", "scope": "all"}),
+    ("/meetings", {"from": "9999-12-31T00:00:00-05:00", "to": "9999-12-31T23:00:00-05:00", "scope": "all"}),
+    ("/meetings", {"from": "2026-02-01T00:00:00Z", "to": "2026-01-01T00:00:00Z", "scope": "all"}),
+    ("/audit-logs", {"from": "0001-01-01T00:00:00+05:00"}),
+    ("/audit-logs", {"to": "9999-12-31T23:00:00-05:00"}),
+    ("/audit-logs", {"from": "2026-02-01T00:00:00Z", "to": "2026-01-01T00:00:00Z"}),
+])
+async def test_ranges_outside_inverted_or_too_long_are_422(ma, manager, users, path, params):
+    from tenet.iam.permissions import Role
+
+    auditor = await users.make(roles=[Role.MEETING_MANAGER, Role.ADMINISTRATOR])
+    response = await ma.call("GET", path, auditor, params=params)
+    assert (response.status_code, code(response)) == (422, "REPORT_RANGE_INVALID"), response.text
+
+
+async def test_the_ends_of_the_supported_range_are_accepted(ma, manager):
+    for params in ({"from": "1900-01-01T00:00:00Z", "to": "1900-12-01T00:00:00Z"},
+                   {"from": "2199-02-01", "to": "2200-01-01", "tz": "UTC"}):
+        response = await ma.call("GET", "/reports/status-distribution", manager, params=params)
+        assert response.status_code == 200, response.text

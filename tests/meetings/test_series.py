@@ -86,6 +86,36 @@ class TestGeneration:
         assert (response.status_code, code(response)) == (422, "RECURRENCE_INVALID"), response.text
         assert cpu < 1.0, cpu
 
+    @pytest.mark.invariant("MA-INV-02")
+    @pytest.mark.parametrize("body", [
+        {"start_date": "9999-12-31"},
+        {"start_date": "0001-01-01", "timezone": "Asia/Tokyo"},
+        {"start_date": "1850-01-01"},
+        # Dates before 2200 whose instants are not, and a COUNT the range would cut short.
+        {"start_date": "2199-12-31", "start_local_time": "23:00", "timezone": "Pacific/Honolulu",
+         "rrule": "FREQ=DAILY;COUNT=1"},
+        {"start_date": "2199-12-30", "rrule": "FREQ=DAILY;COUNT=5"},
+        {"start_date": "2199-12-30", "rrule": "FREQ=DAILY;UNTIL=22000105"},
+    ])
+    async def test_a_series_outside_the_supported_range_is_refused(self, ma, manager, body):
+        response = await ma.call("POST", "/series", manager, json={
+            "title": "S", "timezone": "UTC", "start_date": "2026-03-02", "start_local_time": "09:00",
+            "duration_minutes": 30, "rrule": "FREQ=DAILY;COUNT=2", **body})
+        assert (response.status_code, code(response)) == (422, "MEETING_TIME_INVALID"), response.text
+        assert response.json()["reason"] == "out_of_range"
+
+    async def test_an_extension_past_the_supported_range_is_refused(self, ma, manager):
+        made = await _series(ma, manager, timezone="UTC", start_date="2199-12-20", rrule="FREQ=DAILY;COUNT=3")
+        longer = await ma.call("PATCH", f"/series/{made['series']['id']}", manager,
+                               json={"rrule": "FREQ=DAILY;COUNT=30"})
+        assert (longer.status_code, code(longer)) == (422, "MEETING_TIME_INVALID"), longer.text
+        moved = await ma.call("POST", f"/series/{made['series']['id']}/reschedule", manager,
+                              json={"from_meeting_id": made["created_meeting_ids"][0], "shift_minutes": 10080 - 1})
+        assert moved.status_code == 200, moved.text
+        past = await ma.call("POST", f"/series/{made['series']['id']}/reschedule", manager,
+                             json={"from_meeting_id": made["created_meeting_ids"][0], "shift_minutes": 10080})
+        assert (past.status_code, code(past)) == (422, "MEETING_TIME_INVALID"), past.text
+
     async def test_until_and_exdates(self, ma, manager):
         made = await _series(ma, manager, rrule="FREQ=WEEKLY;BYDAY=MO;UNTIL=20260316", exdates=["2026-03-09"])
         assert [o["occurrence_date"] for o in made["series"]["occurrences"]] == ["2026-03-02", "2026-03-16"]

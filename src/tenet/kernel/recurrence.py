@@ -89,13 +89,13 @@ def _check_values(values: dict[str, str]) -> None:
         raise ValueError("WKST is a weekday (MO..SU)")
 
 
-def expand(rule: str, start: datetime, *, stop: datetime | None = None) -> Iterator[datetime]:
+def expand(rule: str, start: datetime, *, stop: datetime | None = None) -> Occurrences:
     """The occurrences of `rule` (an RRULE value, optionally prefixed `RRULE:`) from DTSTART `start`, in order,
     before `stop` (aware; default and at most `SUPPORTED_UNTIL`; a naive start's occurrences are compared with
     it as UTC wall times). The rule is read at once: a ValueError says why it cannot be expanded (unreadable,
     sub-daily, BYEASTER, COUNT with UNTIL, a value outside RFC 5545's ranges, UNTIL of the wrong kind, or a
     start outside the supported range). Once read, iterating does not raise (tests/kernel/test_recurrence.py
-    fuzzes it)."""
+    fuzzes it); after it, `truncated` says whether the rule went on past the bound."""
     bound = SUPPORTED_UNTIL if stop is None else min(stop, SUPPORTED_UNTIL)
     aware = start.tzinfo is not None
     if not (SUPPORTED_FROM <= (start if aware else start.replace(tzinfo=UTC)) < SUPPORTED_UNTIL):
@@ -131,16 +131,31 @@ def expand(rule: str, start: datetime, *, stop: datetime | None = None) -> Itera
         raise ValueError(str(exc)[:200] or "not an RRULE") from None
     if not isinstance(parsed, rrule):
         raise ValueError("one RRULE only")
-    return _walk(parsed, tz=start.tzinfo, count=count, until=until,
-                 bound=bound if aware else bound.astimezone(UTC).replace(tzinfo=None))
+    return Occurrences(parsed, tz=start.tzinfo, count=count, until=until,
+                       bound=bound if aware else bound.astimezone(UTC).replace(tzinfo=None))
 
 
-def _walk(parsed: rrule, *, tz: tzinfo | None, count: int | None, until: datetime | None,
-          bound: datetime) -> Iterator[datetime]:
-    for yielded, shifted in enumerate(parsed, start=1):
-        occurrence = shifted.replace(year=shifted.year - SHIFT_YEARS, tzinfo=tz)
-        if occurrence >= bound or (until is not None and occurrence > until):
-            return
-        yield occurrence
-        if yielded == count:  # not one more step: the next candidate may be centuries away
-            return
+class Occurrences(Iterator[datetime]):
+    """The occurrences in order; once exhausted, `truncated` is True when the walk stopped at the bound while
+    the rule had more occurrences (it ended neither by COUNT, nor by UNTIL, nor by running out of matches)."""
+
+    def __init__(self, parsed: rrule, *, tz: tzinfo | None, count: int | None, until: datetime | None,
+                 bound: datetime) -> None:
+        self.truncated = False
+        self._steps = self._walk(parsed, tz, count, until, bound)
+
+    def __next__(self) -> datetime:
+        return next(self._steps)
+
+    def _walk(self, parsed: rrule, tz: tzinfo | None, count: int | None, until: datetime | None,
+              bound: datetime) -> Iterator[datetime]:
+        for yielded, shifted in enumerate(parsed, start=1):
+            occurrence = shifted.replace(year=shifted.year - SHIFT_YEARS, tzinfo=tz)
+            if until is not None and occurrence > until:
+                return
+            if occurrence >= bound:
+                self.truncated = True
+                return
+            yield occurrence
+            if yielded == count:  # not one more step: the next candidate may be centuries away
+                return

@@ -145,17 +145,26 @@ async def series_report(reads: Reads, *, series_id: uuid.UUID, principal: Princi
 
 
 def parse_bound(value: str, zone_name: str) -> datetime:
-    """A report bound: a date (midnight in `zone_name`) or an instant with an offset."""
+    """A report bound: a date (midnight in `zone_name`) or an instant with an offset, in the supported range."""
     try:
         if len(value) == 10:
             day = date.fromisoformat(value)
+            if not times.in_range(datetime.combine(day, time(0, 0), tzinfo=UTC), end=True):
+                raise errors.ReportRangeInvalid(f"from and to lie {times.RANGE_TEXT}")
             return datetime.combine(day, time(0, 0)).replace(tzinfo=times.zone(zone_name)).astimezone(UTC)
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise errors.ReportRangeInvalid("from and to are dates (YYYY-MM-DD) or instants with an offset") from None
     if moment.tzinfo is None:
         raise errors.ReportRangeInvalid("an instant needs an offset")
+    check_window(moment)
     return moment.astimezone(UTC)
+
+
+def check_window(*bounds: datetime | None) -> None:
+    """Range bounds (aware) lie in the supported range, the end of it included (REPORT_RANGE_INVALID)."""
+    if any(bound is not None and not times.in_range(bound, end=True) for bound in bounds):
+        raise errors.ReportRangeInvalid(f"from and to lie {times.RANGE_TEXT}")
 
 
 async def _range(reads: Reads, *, principal: Principal, start: datetime, end: datetime, max_days: int,

@@ -17,7 +17,7 @@ from tenet.kernel.http import etag, if_match_version, json_response, problem_res
 from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.reads import BoundReads
 from tenet.kernel.settings import KernelSettings, section
-from tenet.meetings import codes, errors, queries, service
+from tenet.meetings import codes, errors, queries, reports, service
 from tenet.meetings.http import router
 from tenet.meetings.permissions import Permission
 from tenet.meetings.schemas import (
@@ -92,6 +92,7 @@ async def list_meetings(
     for value in (start, end):
         if value is not None and value.tzinfo is None:
             raise errors.ReportRangeInvalid("from and to must carry a UTC offset")
+    reports.check_window(start, end)
     if start is not None and end is not None and end <= start:
         raise errors.ReportRangeInvalid("to must be after from")
     rows, cursor = await queries.meetings(reads(request), principal=user, scope=scope, start=start, end=end,

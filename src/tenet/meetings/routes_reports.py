@@ -161,6 +161,9 @@ async def audit_logs(
 ) -> Response:
     if any(v is not None and v.tzinfo is None for v in (start, end)):
         raise errors.ReportRangeInvalid("from and to must carry an offset")
+    reports.check_window(start, end)
+    if start is not None and end is not None and end <= start:
+        raise errors.ReportRangeInvalid("to must be after from")
     filters, values = ["TRUE"], {}
     for name, value, clause in (
         ("resource", resource.value if resource else None, "l.resource = %(resource)s"),

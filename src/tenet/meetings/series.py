@@ -79,17 +79,20 @@ def dates(rule: str, start_date: date, zone_name: str, *, limit: int) -> list[da
     """The occurrence dates of `rule` from `start_date` (at most `limit`, within MAX_YEARS), or
     RECURRENCE_INVALID / RECURRENCE_TOO_LONG."""
     parts = check_rule(rule)
+    if not times.in_range(datetime.combine(start_date, time(0, 0), tzinfo=UTC)):
+        raise errors.MeetingTimeInvalid(f"A series lies {times.RANGE_TEXT}", reason="out_of_range")
     if "UNTIL" in parts:
         match = _UNTIL.match(parts["UNTIL"])
         if match is None:
             raise errors.RecurrenceInvalid("UNTIL must be a date (YYYYMMDD) or a UTC time (YYYYMMDDTHHMMSSZ)")
         try:
             until = datetime.strptime(match.group(1), "%Y%m%d").date()
-            if match.group(4):  # a UTC instant: the local date it falls on
-                instant = datetime.strptime(match.group(1) + match.group(3), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
-                until = instant.astimezone(times.zone(zone_name)).date()
-        except (ValueError, OverflowError):
+            moment = datetime.strptime(match.group(1) + (match.group(3) or "000000"), "%Y%m%d%H%M%S")
+        except ValueError:
             raise errors.RecurrenceInvalid("UNTIL is not a real date or time") from None
+        if match.group(4) and date(1, 1, 2) <= until <= date(9999, 12, 30):
+            # A UTC instant: the local date it falls on (at the ends of datetime's range, its UTC date).
+            until = moment.replace(tzinfo=UTC).astimezone(times.zone(zone_name)).date()
         if until < start_date:
             raise errors.RecurrenceInvalid("The rule has no occurrence")
         parts["UNTIL"] = f"{until:%Y%m%d}T235959"
@@ -107,9 +110,21 @@ def dates(rule: str, start_date: date, zone_name: str, *, limit: int) -> list[da
         found.append(occurrence.date())
         if len(found) > limit:
             raise errors.RecurrenceTooLong(limit=limit)
+    if occurrences.truncated:
+        raise errors.MeetingTimeInvalid(f"The series runs past {recurrence.SUPPORTED_UNTIL:%Y-%m-%d}",
+                                        reason="out_of_range")
     if not found:
         raise errors.RecurrenceInvalid("The rule has no occurrence")
     return found
+
+
+def check_span(days: list[date], local_time: time, zone_name: str, shift_minutes: int, duration_minutes: int) -> None:
+    """The first and the last occurrence (sorted dates) start and end inside the supported range: a date before
+    2200 can still be an instant after it in its zone."""
+    if days:
+        first = instant(days[0], local_time, zone_name, shift_minutes)
+        last = instant(days[-1], local_time, zone_name, shift_minutes)
+        times.check_range(first, last, last + timedelta(minutes=duration_minutes))
 
 
 def instant(day: date, local_time: time, zone_name: str, shift_minutes: int = 0) -> datetime:
@@ -186,6 +201,7 @@ async def create_series(session: AsyncSession, *, actor_id: uuid.UUID, fields: M
     exdates = sorted(set(values.get("exdates") or []))
     days = [d for d in dates(rule, values["start_date"], zone_name, limit=policy.series_max_occurrences)
             if d not in exdates]
+    check_span(days, values["start_local_time"], zone_name, 0, values["duration_minutes"])
     organizer_id = values.get("organizer_id") or actor_id
     await service.require_users(session, explicit | {organizer_id})
     kept, skipped = await service.active_only(session, set(from_template) - explicit)
@@ -294,6 +310,8 @@ async def update_series(session: AsyncSession, *, series_id: uuid.UUID, actor_id
     if new_rule is not None and new_rule != series.rrule:
         days = dates(new_rule, series.start_date, series.timezone, limit=policy.series_max_occurrences)
         keep = set(days) - set(series.exdates)
+        check_span(sorted(keep), series.start_local_time, series.timezone, series.generation_shift_minutes,
+                   series.duration_minutes)
         series_values["rrule"] = new_rule
         beyond = [m for m in await _future_occurrences(session, series_id, now, include_exceptions=False)
                   if m.series_occurrence_date not in keep]

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
+from tenet.kernel.recurrence import SUPPORTED_FROM, SUPPORTED_UNTIL
 from tenet.kernel.zones import load_zone
 from tenet.meetings import errors
 
@@ -40,8 +41,25 @@ def window(start: datetime, end: datetime, opens_minutes: int, closes_at: dateti
     return start - timedelta(minutes=opens_minutes), closes_at or end
 
 
+RANGE_TEXT = f"between {SUPPORTED_FROM:%Y-%m-%d} and {SUPPORTED_UNTIL:%Y-%m-%d} (UTC)"
+
+
+def in_range(moment: datetime, *, end: bool = False) -> bool:
+    """An aware instant in the supported range (kernel.recurrence), compared as an instant: nothing converted, so
+    nothing overflows. `end`: an exclusive end, which may be the range's end itself."""
+    return SUPPORTED_FROM <= moment < SUPPORTED_UNTIL or (end and moment == SUPPORTED_UNTIL)
+
+
+def check_range(*instants: datetime | None) -> None:
+    """Meetings lie in the supported range (MEETING_TIME_INVALID, reason out_of_range): a year-9999 meeting
+    overflows the check-in window and the local rendering, and PostgreSQL stores years psycopg cannot read."""
+    if any(moment is not None and not in_range(moment) for moment in instants):
+        raise errors.MeetingTimeInvalid(f"Meetings lie {RANGE_TEXT}", reason="out_of_range")
+
+
 def check_times(start: datetime, end: datetime, opens_minutes: int, closes_at: datetime | None) -> None:
     """MA-INV-02 before the database says it (MEETING_TIME_INVALID with the reason)."""
+    check_range(start, end, closes_at)
     if end <= start:
         raise errors.MeetingTimeInvalid("The meeting must end after it starts", reason="end_not_after_start")
     if end - start > timedelta(days=7):
