@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import timedelta
+from datetime import date, timedelta
 
 import httpx
 import pytest
@@ -43,6 +43,17 @@ async def slow(request: Request) -> dict[str, str]:
     calls.append("slow")
     await release.wait()  # the test decides when the long request ends
     return {"id": uuid.uuid4().hex}
+
+
+@router.get("/day-after")
+async def day_after(day: date) -> dict[str, str]:
+    return {"day": (day + timedelta(days=1)).isoformat()}
+
+
+@router.post("/day-before", status_code=201)
+async def day_before(request: Request) -> dict[str, str]:
+    day = date.fromisoformat((await request.json())["day"])
+    return {"day": (day - timedelta(days=1)).isoformat()}
 
 
 @pytest.fixture
@@ -97,6 +108,31 @@ class TestBodyLimits:
         assert declared.status_code == 200
         too_big = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=_chunks(6 * 1024 * 1024))
         assert too_big.status_code == 413 and too_big.json()["code"] == "PAYLOAD_TOO_LARGE"
+
+
+class TestValuesOutOfRange:
+    """Review item 1: date arithmetic that overflows (9999-12-31 plus a day, year 1 minus one) raised
+    OverflowError deep in a handler and answered 500; it is the request's value that is out of range."""
+
+    async def test_a_date_past_the_calendar_is_a_422_problem_with_a_stable_code(self, edge_client):
+        fine = await edge_client.get(f"{API_PREFIX}/edge-test/day-after", params={"day": "2026-01-05"})
+        assert fine.status_code == 200 and fine.json() == {"day": "2026-01-06"}
+        response = await edge_client.get(f"{API_PREFIX}/edge-test/day-after", params={"day": "9999-12-31"})
+        assert response.status_code == 422, response.text
+        assert response.headers["content-type"] == "application/problem+json"
+        problem = response.json()
+        assert problem["code"] == "VALUE_OUT_OF_RANGE" and problem["status"] == 422
+        assert problem["request_id"] == response.headers["x-request-id"]
+
+    async def test_behind_an_idempotency_key_too(self, edge_client):
+        headers = {"Idempotency-Key": "year-one"}
+        first = await edge_client.post(f"{API_PREFIX}/edge-test/day-before", json={"day": "0001-01-01"},
+                                       headers=headers)
+        again = await edge_client.post(f"{API_PREFIX}/edge-test/day-before", json={"day": "0001-01-01"},
+                                       headers=headers)
+        assert first.status_code == again.status_code == 422, first.text
+        assert first.json()["code"] == again.json()["code"] == "VALUE_OUT_OF_RANGE"
+        assert again.headers["idempotent-replayed"] == "true"
 
 
 class TestStreamingRoutesBypassIdempotency:

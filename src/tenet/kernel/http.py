@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import traceback
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, overload
@@ -73,7 +74,8 @@ _STATUS_DESCRIPTIONS = {
     409: "State conflict; the problem's `code` says which",
     413: "Request body too large",
     415: "Unsupported Content-Type",
-    422: "Request does not match the schema, or an Idempotency-Key reused with another body",
+    422: "Request does not match the schema, a value is out of range, or an Idempotency-Key was reused "
+         "with another body",
     412: "The resource changed since the version named by If-Match",
     428: "The route needs If-Match (or expected_version) naming the version read",
     429: "Rate limited; retry after `Retry-After` seconds",
@@ -230,6 +232,18 @@ async def _on_data_error(request: Request, exc: Exception) -> Response:
     return problem_response(error, _request_id(request))
 
 
+async def _on_overflow(request: Request, exc: Exception) -> Response:
+    # Date arithmetic on a value at the calendar's edge (9999-12-31 plus a day, year 1 minus a time zone
+    # offset) that a schema let through: the request's fault, so a 422, but logged with the place it
+    # overflowed, because the route's schema should bound the value.
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+    log.warning("value out of range on %s %s: %s (at %s)", request.method, request.url.path, exc, where)
+    error = errors.ValueOutOfRange("A date, time or number in the request is too far out of range "
+                                   "for this operation")
+    return problem_response(error, _request_id(request))
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return await _on_database_unavailable(request, exc)
@@ -245,6 +259,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DataError, _on_data_error)
     # The transaction-free read path runs psycopg directly: its refusals of a value arrive unwrapped.
     app.add_exception_handler(psycopg.DataError, _on_data_error)
+    app.add_exception_handler(OverflowError, _on_overflow)
     # Likewise the statements a unit of work runs directly (kernel.statements): a lost connection, a deadlock
     # or serialization failure the client may retry.
     app.add_exception_handler(psycopg.OperationalError, _on_database_unavailable)
