@@ -213,15 +213,18 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     return problem_response(error, _request_id(request))
 
 
-async def _on_database_unavailable(request: Request, exc: Exception) -> Response:
+def _database_unavailable(exc: Exception) -> DomainError:
     # The database is down or the pool is exhausted: not a bug, and the client may retry. The driver's error
     # class and SQLSTATE tell an operator which (connection refused, too many connections, pool timeout).
     original = getattr(exc, "orig", None)
     log.warning("database unavailable: %s (%s, SQLSTATE %s): %s", type(exc).__name__,
                 type(original).__name__ if original is not None else "-", getattr(original, "sqlstate", None),
                 str(original or exc).strip().splitlines()[0][:200] if str(original or exc).strip() else "")
-    error = errors.ServiceUnavailable("The database is not reachable right now", headers={"Retry-After": "2"})
-    return problem_response(error, _request_id(request))
+    return errors.ServiceUnavailable("The database is not reachable right now", headers={"Retry-After": "2"})
+
+
+async def _on_database_unavailable(request: Request, exc: Exception) -> Response:
+    return problem_response(_database_unavailable(exc), _request_id(request))
 
 
 async def _on_data_error(request: Request, exc: Exception) -> Response:
@@ -244,12 +247,19 @@ async def _on_overflow(request: Request, exc: Exception) -> Response:
     return problem_response(error, _request_id(request))
 
 
-async def _on_unexpected(request: Request, exc: Exception) -> Response:
+def unexpected_error(method: str, path: str, exc: Exception) -> DomainError:
+    """The answer to an exception no handler claimed, logged once with its traceback: a 500 (a bug), or a
+    503 when SQLAlchemy says the connection died under it."""
     if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return await _on_database_unavailable(request, exc)
-    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    error = errors.InternalError("An unexpected error occurred; quote the request id when reporting it")
-    return problem_response(error, _request_id(request))
+        return _database_unavailable(exc)
+    log.error("unhandled error on %s %s", method, path, exc_info=exc)
+    return errors.InternalError("An unexpected error occurred; quote the request id when reporting it")
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    # The last resort only: Starlette runs the handler of `Exception` in its outermost layer, outside the
+    # request id and the request log. UnhandledErrorMiddleware answers every exception of the app first.
+    return problem_response(unexpected_error(request.method, request.url.path, exc), _request_id(request))
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -361,6 +371,42 @@ class BodyLimitMiddleware:
             await send(message)
 
         await self.inner(scope, receive, problem_send)
+
+
+class UnhandledErrorMiddleware:
+    """Answers an exception no exception handler claimed with a problem+json 500 (`INTERNAL_ERROR`) that
+    carries the request id, and logs it once with its traceback.
+
+    Starlette runs the handler registered for `Exception` in ServerErrorMiddleware, its outermost layer:
+    outside ObservabilityMiddleware, so that answer had no X-Request-ID header, its log line no request id,
+    and Starlette then re-raised the exception for the server to log a second time. This layer sits just
+    inside ObservabilityMiddleware (which adds the header, counts the 500 and logs the request) and lets
+    nothing through. When the answer had already started (a streamed body failing midway) nothing can
+    replace it: the error is logged and the server closes the connection, so the client sees a cut answer
+    rather than a complete-looking one.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            error = unexpected_error(scope["method"], scope["path"], exc)
+            if not started:
+                await problems.send_problem(send, scope, error)
 
 
 # --- answers -----------------------------------------------------------------------------------------
