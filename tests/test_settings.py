@@ -100,3 +100,29 @@ def test_only_the_documented_variables_are_read(monkeypatch):
     monkeypatch.delenv("TENET_SMTP_HOST", raising=False)
     settings = Settings(_env_file=None)
     assert settings.log_level == "INFO" and settings.log_format == "json" and settings.smtp_host is None
+
+
+@pytest.mark.parametrize("command,variable,value", [
+    (["migrate"], "TENET_DB_READ_POOL_SIZE", "abc"),
+    (["serve", "--port", "1"], "TENET_SECRET_KEY", "hunter2-is-my-password"),
+    (["worker"], "TENET_LOGIN_FAILURE_LIMIT", "lots-and-lots"),
+    (["invariants", "check"], "TENET_LOG_FORMAT", "xml-please"),
+])
+def test_an_invalid_setting_ends_the_command_with_one_line_naming_it_but_never_its_value(command, variable, value,
+                                                                                         tmp_path):
+    """Review item 5: pydantic's ValidationError used to end every command with a traceback that quoted the
+    value (a secret key, a password). Now: status 2, one line naming the variable and what is wrong."""
+    import subprocess
+    import sys
+
+    from tests.support.live import service_env
+
+    env = service_env(DATABASE_URL="postgresql://postgres@127.0.0.1:1/none", TENET_DATA_DIR=str(tmp_path),
+                      **{variable: value})
+    result = subprocess.run([sys.executable, "-m", "tenet", *command], env=env, capture_output=True, text=True,
+                            timeout=60)
+    output = (result.stdout + result.stderr).strip()
+    assert result.returncode == 2, output
+    assert len(output.splitlines()) == 1, output
+    assert output.startswith(f"tenet: invalid setting {variable}: "), output
+    assert value not in output and "Traceback" not in output

@@ -13,15 +13,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from tenet.domains import load_all
 from tenet.iam.settings import IamSettings
-from tenet.kernel.settings import KernelSettings, MissingSecretKey, normalize_forwarded_allow_ips, section
+from tenet.kernel.settings import (
+    KernelSettings,
+    MissingSecretKey,
+    describe_invalid,
+    normalize_forwarded_allow_ips,
+    section,
+)
 from tenet.settings import Settings
 
 app = typer.Typer(help="Tenet: four invariant-first business systems on PostgreSQL.", no_args_is_help=True)
@@ -32,6 +39,26 @@ app.add_typer(users_app, name="users")
 console = Console(stderr=True)
 
 FIRST_ADMIN_EMAIL = "admin@example.com"
+
+
+EXIT_CONFIGURATION = 2  # an invalid setting or option: fix the environment and run again
+
+
+def _fail(message: str, status: int) -> NoReturn:
+    """One line on stderr (no traceback, no markup, never wrapped) and the exit status."""
+    typer.echo(f"tenet: {message}", err=True)
+    raise typer.Exit(status)
+
+
+def _settings() -> KernelSettings:
+    """The settings from the environment (and .env); an invalid value ends the command with one line per
+    variable naming it and what is wrong — never the value, which may be a secret — and status 2."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        for line in describe_invalid(exc):
+            typer.echo(f"tenet: {line}", err=True)
+        raise typer.Exit(EXIT_CONFIGURATION) from None
 
 
 def _database_url(settings: KernelSettings, override: str | None = None) -> str:
@@ -107,7 +134,7 @@ def migrate(database_url: Annotated[str | None, typer.Option(help="Defaults to D
     """Upgrade the database schema to the migrations' head (or to REVISION)."""
     from tenet.db import migrate as migrations
 
-    url = _database_url(Settings(), database_url)
+    url = _database_url(_settings(), database_url)
     migrations.upgrade(url, revision)
     console.print(f"[green]database at {revision}[/green]")
 
@@ -154,7 +181,7 @@ def serve(
     )] = None,
 ) -> None:
     """Serve the HTTP API (migrating the embedded database to head first)."""
-    settings = Settings()
+    settings = _settings()
     with _stopping_cleanly(settings):
         _serve(settings, host=host, port=port, workers=workers, migrate_first=migrate_first,
                proxy=_proxy_options(forwarded_allow_ips, settings))
@@ -217,7 +244,7 @@ def _require_signing_key(settings: KernelSettings) -> None:
         settings.signing_key()
     except MissingSecretKey as exc:
         console.print(f"[red]Refusing to start:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_CONFIGURATION) from None
 
 
 @app.command()
@@ -226,7 +253,7 @@ def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
     from tenet.observability import configure_logging
     from tenet.worker import run_worker
 
-    settings = Settings()
+    settings = _settings()
     configure_logging(settings.log_level, settings.log_format)
     _require_signing_key(settings)
     # procrastinate handles the first signal itself (finishes running jobs, then returns); a second one
@@ -249,7 +276,7 @@ def create_admin(
     from tenet.kernel.clock import SystemClock
     from tenet.kernel.errors import DomainError
 
-    settings = Settings()
+    settings = _settings()
     iam = section(settings, IamSettings)
     load_all()
 
@@ -324,7 +351,7 @@ def invariants_check(
         console.print(f"[red]no domain {domain!r}[/red]; one of: {', '.join(domain_names())}")
         raise typer.Exit(2)
     selected = all_invariants(domain)
-    url = _database_url(Settings(), database_url)
+    url = _database_url(_settings(), database_url)
 
     async def go():
         engine = make_engine(url, pool_size=1, max_overflow=0)
@@ -355,7 +382,7 @@ def demo() -> None:
     from tenet.demo import load_demo
 
     load_all()
-    settings = Settings()
+    settings = _settings()
     summary = _run(load_demo(settings, _database_url(settings)))
     for line in summary:
         console.print(line)
