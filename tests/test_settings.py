@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from tenet.settings import Settings
+from tests.conftest import TEST_SECRET
 
 
 def test_environment_names_of_the_contract(monkeypatch, tmp_path):
@@ -53,6 +54,35 @@ def test_the_development_key_is_generated_once_and_kept(tmp_path):
 def test_a_short_secret_key_is_refused():
     with pytest.raises(ValidationError, match="at least 32"):
         Settings(_env_file=None, secret_key="short")
+
+
+@pytest.mark.parametrize("key", ["a" * 64, "ab" * 32, "0123456780" * 4, "passwordpassword" * 3])
+def test_a_long_key_of_few_different_characters_is_refused(key):
+    """Review item 6: 32 characters is not enough on its own; "aaaa…" has no strength at any length."""
+    with pytest.raises(ValidationError, match="at least 10 different characters"):
+        Settings(_env_file=None, secret_key=key)
+
+
+@pytest.mark.parametrize("key", ["0123456789" * 4, "correct-horse-battery-staple-2026!", TEST_SECRET])
+def test_a_key_of_32_characters_and_10_different_ones_is_accepted(key):
+    assert Settings(_env_file=None, secret_key=key).signing_key() == key
+
+
+def test_a_weak_key_in_the_environment_stops_the_command_without_showing_it(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support.live import service_env
+
+    weak = "x" * 48
+    env = service_env(DATABASE_URL="postgresql://postgres@127.0.0.1:1/none", TENET_DATA_DIR=str(tmp_path),
+                      TENET_SECRET_KEY=weak)
+    result = subprocess.run([sys.executable, "-m", "tenet", "serve", "--port", "1"], env=env, capture_output=True,
+                            text=True, timeout=60)
+    output = (result.stdout + result.stderr).strip()
+    assert result.returncode == 2, output
+    assert output.startswith("tenet: invalid setting TENET_SECRET_KEY: must use at least 10 different characters")
+    assert weak not in output and len(output.splitlines()) == 1
 
 
 def test_a_shared_database_without_a_secret_key_refuses_to_sign(tmp_path):

@@ -86,6 +86,10 @@ SECTION_CONFIG = SettingsConfigDict(env_file=".env", extra="ignore", populate_by
                                     env_prefix="_TENET_FIELD_")
 
 
+SECRET_KEY_MIN_LENGTH = 32
+SECRET_KEY_MIN_DISTINCT = 10
+
+
 class MissingSecretKey(RuntimeError):
     """The service would sign tokens with a key other processes do not share."""
 
@@ -151,9 +155,16 @@ class KernelSettings(BaseSettings):
     @field_validator("secret_key")
     @classmethod
     def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
-        # HS256 with a short key is brute-forceable (RFC 7518 §3.2 asks for at least 256 bits).
-        if value is not None and len(value.get_secret_value()) < 32:
-            raise ValueError("must be at least 32 characters long")
+        # HS256 with a short key is brute-forceable (RFC 7518 §3.2 asks for at least 256 bits). Length alone
+        # lets "aaaa…" or "abababab…" through: a key must also use at least 10 different characters.
+        if value is None:
+            return value
+        key = value.get_secret_value()
+        if len(key) < SECRET_KEY_MIN_LENGTH:
+            raise ValueError(f"must be at least {SECRET_KEY_MIN_LENGTH} characters long")
+        if len(set(key)) < SECRET_KEY_MIN_DISTINCT:
+            raise ValueError(f"must use at least {SECRET_KEY_MIN_DISTINCT} different characters (a random value: "
+                             "python -c 'import secrets; print(secrets.token_urlsafe(48))')")
         return value
 
     @property
