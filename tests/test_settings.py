@@ -156,3 +156,38 @@ def test_an_invalid_setting_ends_the_command_with_one_line_naming_it_but_never_i
     assert len(output.splitlines()) == 1, output
     assert output.startswith(f"tenet: invalid setting {variable}: "), output
     assert value not in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize("command", [
+    ["migrate"], ["invariants", "check"], ["users", "create-admin", "--email", "a@example.com", "--password", "x" * 12],
+    ["demo"], ["serve", "--migrate", "--port", "1"],
+])
+def test_an_unreachable_database_ends_the_command_with_one_line_and_status_3(command, tmp_path):
+    """Review item 7: a closed port used to end these commands with a traceback of several hundred lines."""
+    import subprocess
+    import sys
+
+    from tests.support.live import free_port, service_env
+
+    port = free_port()  # nothing listens there
+    env = service_env(DATABASE_URL=f"postgresql://tenet:pa55word-not-shown@127.0.0.1:{port}/tenet",
+                      TENET_DATA_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-m", "tenet", *command], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stderr.strip() == f"tenet: cannot reach the database at 127.0.0.1:{port} (Connection refused)"
+    assert "pa55word" not in result.stdout + result.stderr and "Traceback" not in result.stdout
+
+
+def test_only_a_failure_to_connect_is_reported_as_an_unreachable_database():
+    import psycopg
+    from sqlalchemy.exc import OperationalError
+
+    from tenet.db.database import connection_failure
+
+    refused = psycopg.OperationalError('connection failed: connection to server at "10.0.0.1", port 5432 failed: '
+                                       "Connection refused")
+    assert connection_failure(OperationalError("SELECT 1", {}, refused)) == "Connection refused"
+    assert connection_failure(psycopg.errors.DeadlockDetected("deadlock detected")) is None
+    assert connection_failure(psycopg.errors.UndefinedTable("relation does not exist")) is None
+    assert connection_failure(RuntimeError("anything else")) is None

@@ -42,6 +42,7 @@ FIRST_ADMIN_EMAIL = "admin@example.com"
 
 
 EXIT_CONFIGURATION = 2  # an invalid setting or option: fix the environment and run again
+EXIT_DATABASE_UNREACHABLE = 3  # the database could not be reached: nothing was done, run again when it is up
 
 
 def _fail(message: str, status: int) -> NoReturn:
@@ -59,6 +60,21 @@ def _settings() -> KernelSettings:
         for line in describe_invalid(exc):
             typer.echo(f"tenet: {line}", err=True)
         raise typer.Exit(EXIT_CONFIGURATION) from None
+
+
+@contextmanager
+def _reaching(url: str) -> Iterator[None]:
+    """Run a command's database work: a database that cannot be reached ends it with one line (where, and
+    libpq's reason; never the password) and status 3, instead of a traceback. Other errors pass."""
+    from tenet.db.database import connection_failure, database_location
+
+    try:
+        yield
+    except Exception as exc:
+        reason = connection_failure(exc, url)
+        if reason is None:
+            raise
+        _fail(f"cannot reach the database at {database_location(url)} ({reason})", EXIT_DATABASE_UNREACHABLE)
 
 
 def _database_url(settings: KernelSettings, override: str | None = None) -> str:
@@ -135,7 +151,8 @@ def migrate(database_url: Annotated[str | None, typer.Option(help="Defaults to D
     from tenet.db import migrate as migrations
 
     url = _database_url(_settings(), database_url)
-    migrations.upgrade(url, revision)
+    with _reaching(url):
+        migrations.upgrade(url, revision)
     console.print(f"[green]database at {revision}[/green]")
 
 
@@ -198,7 +215,8 @@ def _serve(settings: KernelSettings, *, host: str, port: int, workers: int, migr
     _require_signing_key(settings)  # generates the development key once, before any worker process starts
     url = _database_url(settings)
     if migrate_first if migrate_first is not None else settings.uses_embedded_database:
-        migrations.upgrade(url)
+        with _reaching(url):
+            migrations.upgrade(url)
     # Worker processes inherit the resolved URL, so they join the server this process started (as the
     # embedded database: they keep its development signing key, see KernelSettings.signing_key).
     if settings.uses_embedded_database:
@@ -213,7 +231,8 @@ def _serve(settings: KernelSettings, *, host: str, port: int, workers: int, migr
 
     base = f"http://{host}:{port}"
     if settings.uses_embedded_database:
-        created = _run(_bootstrap_first_admin(settings, url))
+        with _reaching(url):
+            created = _run(_bootstrap_first_admin(settings, url))
         console.rule("[bold]Tenet")
         console.print(f"Embedded PostgreSQL under {settings.pgdata_dir}")
         if created:
@@ -259,7 +278,9 @@ def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
     # procrastinate handles the first signal itself (finishes running jobs, then returns); a second one
     # during that wait raises StopRequested here.
     with _stopping_cleanly(settings):
-        _run(run_worker(settings, _database_url(settings), concurrency=concurrency))
+        url = _database_url(settings)
+        with _reaching(url):
+            _run(run_worker(settings, url, concurrency=concurrency))
 
 
 @users_app.command("create-admin")
@@ -280,8 +301,10 @@ def create_admin(
     iam = section(settings, IamSettings)
     load_all()
 
+    url = _database_url(settings)
+
     async def go() -> tuple[str, bool]:
-        db = Database.from_url(_database_url(settings), pool_size=1, max_overflow=0)
+        db = Database.from_url(url, pool_size=1, max_overflow=0)
         try:
             async with db.unit_of_work() as session:
                 user, created = await service.ensure_administrator(
@@ -295,7 +318,8 @@ def create_admin(
             await db.dispose()
 
     try:
-        user_id, created = _run(go())
+        with _reaching(url):
+            user_id, created = _run(go())
     except DomainError as exc:
         console.print(f"[red]{exc.code}[/red]: {exc.detail}")
         raise typer.Exit(2) from None
@@ -361,7 +385,8 @@ def invariants_check(
         finally:
             await engine.dispose()
 
-    violations = _run(go())
+    with _reaching(url):
+        violations = _run(go())
     if not violations:
         console.print(f"[green]all {len(selected)} invariants hold[/green]")
         return
@@ -383,7 +408,9 @@ def demo() -> None:
 
     load_all()
     settings = _settings()
-    summary = _run(load_demo(settings, _database_url(settings)))
+    url = _database_url(settings)
+    with _reaching(url):
+        summary = _run(load_demo(settings, url))
     for line in summary:
         console.print(line)
 
