@@ -98,8 +98,9 @@ def _basic_client_credentials(request: Request) -> tuple[str, str] | None:
         "`grant_type=client_credentials` with `client_id` and `client_secret` (or HTTP Basic); "
         "`grant_type=refresh_token` with `refresh_token`. Sign-ins are rate limited per account and per client "
         "address (`TENET_LOGIN_FAILURE_LIMIT`): each attempt takes a slot before the password is checked, a "
-        "successful one gives it back, and at the limit the answer is 429 with `Retry-After` whatever the "
-        "password. `Idempotency-Key` is ignored here: token answers are never stored."
+        "successful one (or one the service could not check: 503) gives it back, and at the limit the answer "
+        "is 429 with `Retry-After` whatever the password. `Idempotency-Key` is ignored here: token answers are "
+        "never stored."
     ),
     responses=problem_responses(400, 401, 422, 429),
 )
