@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from tenet.settings import Settings
+from tests.conftest import TEST_SECRET
 
 
 def test_environment_names_of_the_contract(monkeypatch, tmp_path):
@@ -62,6 +63,35 @@ def test_a_short_secret_key_is_refused():
         Settings(_env_file=None, secret_key="short")
 
 
+@pytest.mark.parametrize("key", ["a" * 64, "ab" * 32, "0123456780" * 4, "passwordpassword" * 3])
+def test_a_long_key_of_few_different_characters_is_refused(key):
+    """Review item 6: 32 characters is not enough on its own; "aaaa…" has no strength at any length."""
+    with pytest.raises(ValidationError, match="at least 10 different characters"):
+        Settings(_env_file=None, secret_key=key)
+
+
+@pytest.mark.parametrize("key", ["0123456789" * 4, "correct-horse-battery-staple-2026!", TEST_SECRET])
+def test_a_key_of_32_characters_and_10_different_ones_is_accepted(key):
+    assert Settings(_env_file=None, secret_key=key).signing_key() == key
+
+
+def test_a_weak_key_in_the_environment_stops_the_command_without_showing_it(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support.live import service_env
+
+    weak = "x" * 48
+    env = service_env(DATABASE_URL="postgresql://postgres@127.0.0.1:1/none", TENET_DATA_DIR=str(tmp_path),
+                      TENET_SECRET_KEY=weak)
+    result = subprocess.run([sys.executable, "-m", "tenet", "serve", "--port", "1"], env=env, capture_output=True,
+                            text=True, timeout=60)
+    output = (result.stdout + result.stderr).strip()
+    assert result.returncode == 2, output
+    assert output.startswith("tenet: invalid setting TENET_SECRET_KEY: must use at least 10 different characters")
+    assert weak not in output and len(output.splitlines()) == 1
+
+
 def test_a_shared_database_without_a_secret_key_refuses_to_sign(tmp_path):
     """Issue 6.9: with DATABASE_URL every process of a fleet must share TENET_SECRET_KEY; generating one per
     machine would make tokens fail across the load balancer."""
@@ -107,3 +137,64 @@ def test_only_the_documented_variables_are_read(monkeypatch):
     monkeypatch.delenv("TENET_SMTP_HOST", raising=False)
     settings = Settings(_env_file=None)
     assert settings.log_level == "INFO" and settings.log_format == "json" and settings.smtp_host is None
+
+
+@pytest.mark.parametrize("command,variable,value", [
+    (["migrate"], "TENET_DB_READ_POOL_SIZE", "abc"),
+    (["serve", "--port", "1"], "TENET_SECRET_KEY", "hunter2-is-my-password"),
+    (["worker"], "TENET_LOGIN_FAILURE_LIMIT", "lots-and-lots"),
+    (["invariants", "check"], "TENET_LOG_FORMAT", "xml-please"),
+])
+def test_an_invalid_setting_ends_the_command_with_one_line_naming_it_but_never_its_value(command, variable, value,
+                                                                                         tmp_path):
+    """Review item 5: pydantic's ValidationError used to end every command with a traceback that quoted the
+    value (a secret key, a password). Now: status 2, one line naming the variable and what is wrong."""
+    import subprocess
+    import sys
+
+    from tests.support.live import service_env
+
+    env = service_env(DATABASE_URL="postgresql://postgres@127.0.0.1:1/none", TENET_DATA_DIR=str(tmp_path),
+                      **{variable: value})
+    result = subprocess.run([sys.executable, "-m", "tenet", *command], env=env, capture_output=True, text=True,
+                            timeout=60)
+    output = (result.stdout + result.stderr).strip()
+    assert result.returncode == 2, output
+    assert len(output.splitlines()) == 1, output
+    assert output.startswith(f"tenet: invalid setting {variable}: "), output
+    assert value not in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize("command", [
+    ["migrate"], ["invariants", "check"], ["users", "create-admin", "--email", "a@example.com", "--password", "x" * 12],
+    ["demo"], ["serve", "--migrate", "--port", "1"],
+])
+def test_an_unreachable_database_ends_the_command_with_one_line_and_status_3(command, tmp_path):
+    """Review item 7: a closed port used to end these commands with a traceback of several hundred lines."""
+    import subprocess
+    import sys
+
+    from tests.support.live import free_port, service_env
+
+    port = free_port()  # nothing listens there
+    env = service_env(DATABASE_URL=f"postgresql://tenet:pa55word-not-shown@127.0.0.1:{port}/tenet",
+                      TENET_DATA_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-m", "tenet", *command], env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stderr.strip() == f"tenet: cannot reach the database at 127.0.0.1:{port} (Connection refused)"
+    assert "pa55word" not in result.stdout + result.stderr and "Traceback" not in result.stdout
+
+
+def test_only_a_failure_to_connect_is_reported_as_an_unreachable_database():
+    import psycopg
+    from sqlalchemy.exc import OperationalError
+
+    from tenet.db.database import connection_failure
+
+    refused = psycopg.OperationalError('connection failed: connection to server at "10.0.0.1", port 5432 failed: '
+                                       "Connection refused")
+    assert connection_failure(OperationalError("SELECT 1", {}, refused)) == "Connection refused"
+    assert connection_failure(psycopg.errors.DeadlockDetected("deadlock detected")) is None
+    assert connection_failure(psycopg.errors.UndefinedTable("relation does not exist")) is None
+    assert connection_failure(RuntimeError("anything else")) is None

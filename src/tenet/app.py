@@ -19,7 +19,12 @@ from tenet.iam.passwords import Passwords
 from tenet.iam.settings import IamSettings
 from tenet.iam.tokens import AccessTokens
 from tenet.kernel.clock import Clock, SystemClock
-from tenet.kernel.http import BodyLimitMiddleware, install_error_handlers, install_openapi
+from tenet.kernel.http import (
+    BodyLimitMiddleware,
+    UnhandledErrorMiddleware,
+    install_error_handlers,
+    install_openapi,
+)
 from tenet.kernel.outbox import OutboxDispatcher, install_delivery
 from tenet.kernel.ratelimit import RateLimiter
 from tenet.kernel.settings import KernelSettings, section
@@ -118,7 +123,8 @@ def create_app(
         for router in domain.routers:
             app.include_router(router)
 
-    # Added innermost first: a request passes Observability -> BodyLimit -> the routes.
+    # Added innermost first: a request passes Observability -> UnhandledError -> BodyLimit -> the routes.
     app.add_middleware(BodyLimitMiddleware, max_body_size=settings.max_json_body_bytes)
+    app.add_middleware(UnhandledErrorMiddleware)
     app.add_middleware(ObservabilityMiddleware)
     return app

@@ -13,15 +13,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from tenet.domains import load_all
 from tenet.iam.settings import IamSettings
-from tenet.kernel.settings import KernelSettings, MissingSecretKey, normalize_forwarded_allow_ips, section
+from tenet.kernel.settings import (
+    KernelSettings,
+    MissingSecretKey,
+    describe_invalid,
+    normalize_forwarded_allow_ips,
+    section,
+)
 from tenet.settings import Settings
 
 app = typer.Typer(help="Tenet: four invariant-first business systems on PostgreSQL.", no_args_is_help=True)
@@ -32,6 +39,42 @@ app.add_typer(users_app, name="users")
 console = Console(stderr=True)
 
 FIRST_ADMIN_EMAIL = "admin@example.com"
+
+
+EXIT_CONFIGURATION = 2  # an invalid setting or option: fix the environment and run again
+EXIT_DATABASE_UNREACHABLE = 3  # the database could not be reached: nothing was done, run again when it is up
+
+
+def _fail(message: str, status: int) -> NoReturn:
+    """One line on stderr (no traceback, no markup, never wrapped) and the exit status."""
+    typer.echo(f"tenet: {message}", err=True)
+    raise typer.Exit(status)
+
+
+def _settings() -> KernelSettings:
+    """The settings from the environment (and .env); an invalid value ends the command with one line per
+    variable naming it and what is wrong — never the value, which may be a secret — and status 2."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        for line in describe_invalid(exc):
+            typer.echo(f"tenet: {line}", err=True)
+        raise typer.Exit(EXIT_CONFIGURATION) from None
+
+
+@contextmanager
+def _reaching(url: str) -> Iterator[None]:
+    """Run a command's database work: a database that cannot be reached ends it with one line (where, and
+    libpq's reason; never the password) and status 3, instead of a traceback. Other errors pass."""
+    from tenet.db.database import connection_failure, database_location
+
+    try:
+        yield
+    except Exception as exc:
+        reason = connection_failure(exc, url)
+        if reason is None:
+            raise
+        _fail(f"cannot reach the database at {database_location(url)} ({reason})", EXIT_DATABASE_UNREACHABLE)
 
 
 def _database_url(settings: KernelSettings, override: str | None = None) -> str:
@@ -107,8 +150,9 @@ def migrate(database_url: Annotated[str | None, typer.Option(help="Defaults to D
     """Upgrade the database schema to the migrations' head (or to REVISION)."""
     from tenet.db import migrate as migrations
 
-    url = _database_url(Settings(), database_url)
-    migrations.upgrade(url, revision)
+    url = _database_url(_settings(), database_url)
+    with _reaching(url):
+        migrations.upgrade(url, revision)
     console.print(f"[green]database at {revision}[/green]")
 
 
@@ -154,7 +198,7 @@ def serve(
     )] = None,
 ) -> None:
     """Serve the HTTP API (migrating the embedded database to head first)."""
-    settings = Settings()
+    settings = _settings()
     with _stopping_cleanly(settings):
         _serve(settings, host=host, port=port, workers=workers, migrate_first=migrate_first,
                proxy=_proxy_options(forwarded_allow_ips, settings))
@@ -171,7 +215,8 @@ def _serve(settings: KernelSettings, *, host: str, port: int, workers: int, migr
     _require_signing_key(settings)  # generates the development key once, before any worker process starts
     url = _database_url(settings)
     if migrate_first if migrate_first is not None else settings.uses_embedded_database:
-        migrations.upgrade(url)
+        with _reaching(url):
+            migrations.upgrade(url)
     # Worker processes inherit the resolved URL, so they join the server this process started (as the
     # embedded database: they keep its development signing key, see KernelSettings.signing_key).
     if settings.uses_embedded_database:
@@ -186,7 +231,8 @@ def _serve(settings: KernelSettings, *, host: str, port: int, workers: int, migr
 
     base = f"http://{host}:{port}"
     if settings.uses_embedded_database:
-        created = _run(_bootstrap_first_admin(settings, url))
+        with _reaching(url):
+            created = _run(_bootstrap_first_admin(settings, url))
         console.rule("[bold]Tenet")
         console.print(f"Embedded PostgreSQL under {settings.pgdata_dir}")
         if created:
@@ -217,7 +263,7 @@ def _require_signing_key(settings: KernelSettings) -> None:
         settings.signing_key()
     except MissingSecretKey as exc:
         console.print(f"[red]Refusing to start:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_CONFIGURATION) from None
 
 
 @app.command()
@@ -226,13 +272,15 @@ def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
     from tenet.observability import configure_logging
     from tenet.worker import run_worker
 
-    settings = Settings()
+    settings = _settings()
     configure_logging(settings.log_level, settings.log_format)
     _require_signing_key(settings)
     # procrastinate handles the first signal itself (finishes running jobs, then returns); a second one
     # during that wait raises StopRequested here.
     with _stopping_cleanly(settings):
-        _run(run_worker(settings, _database_url(settings), concurrency=concurrency))
+        url = _database_url(settings)
+        with _reaching(url):
+            _run(run_worker(settings, url, concurrency=concurrency))
 
 
 @users_app.command("create-admin")
@@ -249,12 +297,14 @@ def create_admin(
     from tenet.kernel.clock import SystemClock
     from tenet.kernel.errors import DomainError
 
-    settings = Settings()
+    settings = _settings()
     iam = section(settings, IamSettings)
     load_all()
 
+    url = _database_url(settings)
+
     async def go() -> tuple[str, bool]:
-        db = Database.from_url(_database_url(settings), pool_size=1, max_overflow=0)
+        db = Database.from_url(url, pool_size=1, max_overflow=0)
         try:
             async with db.unit_of_work() as session:
                 user, created = await service.ensure_administrator(
@@ -268,7 +318,8 @@ def create_admin(
             await db.dispose()
 
     try:
-        user_id, created = _run(go())
+        with _reaching(url):
+            user_id, created = _run(go())
     except DomainError as exc:
         console.print(f"[red]{exc.code}[/red]: {exc.detail}")
         raise typer.Exit(2) from None
@@ -324,7 +375,7 @@ def invariants_check(
         console.print(f"[red]no domain {domain!r}[/red]; one of: {', '.join(domain_names())}")
         raise typer.Exit(2)
     selected = all_invariants(domain)
-    url = _database_url(Settings(), database_url)
+    url = _database_url(_settings(), database_url)
 
     async def go():
         engine = make_engine(url, pool_size=1, max_overflow=0)
@@ -334,7 +385,8 @@ def invariants_check(
         finally:
             await engine.dispose()
 
-    violations = _run(go())
+    with _reaching(url):
+        violations = _run(go())
     if not violations:
         console.print(f"[green]all {len(selected)} invariants hold[/green]")
         return
@@ -355,8 +407,10 @@ def demo() -> None:
     from tenet.demo import load_demo
 
     load_all()
-    settings = Settings()
-    summary = _run(load_demo(settings, _database_url(settings)))
+    settings = _settings()
+    url = _database_url(settings)
+    with _reaching(url):
+        summary = _run(load_demo(settings, url))
     for line in summary:
         console.print(line)
 

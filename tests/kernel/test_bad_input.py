@@ -141,3 +141,26 @@ async def test_a_value_postgresql_refuses_on_the_read_path_is_422_not_500(db):
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         assert (await client.get("/echo", params={"value": "fine"})).status_code == 200
         assert_problem(await client.get("/echo", params={"value": "a\u0000b"}), 422, "VALIDATION_FAILED")
+
+
+@pytest.mark.parametrize("path,body", [
+    # Check-in opens 30 minutes before the start: before year 1 for a meeting at 00:10 on 0001-01-01.
+    ("/api/v1/meeting-attendance/meetings", {"title": "Dawn of time", "timezone": "UTC",
+                                             "start_time": "0001-01-01T00:10:00Z",
+                                             "end_time": "0001-01-01T01:00:00Z"}),
+    # A weekly series starting on the calendar's last day: its second occurrence is past year 9999.
+    ("/api/v1/meeting-attendance/series", {"title": "End of time", "timezone": "UTC", "start_date": "9999-12-31",
+                                           "start_local_time": "23:00", "duration_minutes": 120,
+                                           "rrule": "FREQ=WEEKLY;COUNT=2"}),
+])
+async def test_dates_at_the_edge_of_the_calendar_are_4xx_not_500(client, users, path, body):
+    """Review item 1 through real routes that do date arithmetic. The kernel answers an overflow 422
+    VALUE_OUT_OF_RANGE; a domain that bounds its dates first answers with its own stable 4xx code."""
+    from tenet.iam.permissions import Role
+    from tenet.kernel.errors import ERROR_REGISTRY
+
+    manager = await users.make(roles=[Role.ADMINISTRATOR])
+    response = await client.post(path, json=body, headers=manager.headers)
+    assert 400 <= response.status_code < 500, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    assert response.json()["code"] in ERROR_REGISTRY

@@ -5,8 +5,9 @@ problem+json (with the request id) for every error path."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
-from datetime import timedelta
+from datetime import date, timedelta
 
 import httpx
 import pytest
@@ -17,6 +18,7 @@ from tenet.app import create_app
 from tenet.kernel import idempotency
 from tenet.kernel.http import API_PREFIX, TenetRoute
 from tenet.kernel.idempotency import streams_body
+from tenet.observability import _RequestIdFilter
 from tests.conftest import test_settings
 
 BIG = 3 * 1024 * 1024  # over the default 1 MiB JSON limit, under the upload route's 5 MiB
@@ -43,6 +45,29 @@ async def slow(request: Request) -> dict[str, str]:
     calls.append("slow")
     await release.wait()  # the test decides when the long request ends
     return {"id": uuid.uuid4().hex}
+
+
+@router.get("/day-after")
+async def day_after(day: date) -> dict[str, str]:
+    return {"day": (day + timedelta(days=1)).isoformat()}
+
+
+@router.post("/day-before", status_code=201)
+async def day_before(request: Request) -> dict[str, str]:
+    day = date.fromisoformat((await request.json())["day"])
+    return {"day": (day - timedelta(days=1)).isoformat()}
+
+
+@router.get("/explode")
+async def explode() -> dict[str, str]:
+    calls.append("explode")
+    raise RuntimeError("kaboom")
+
+
+@router.post("/explode", status_code=201)
+async def explode_post() -> dict[str, str]:
+    calls.append("explode")
+    raise RuntimeError("kaboom")
 
 
 @pytest.fixture
@@ -97,6 +122,82 @@ class TestBodyLimits:
         assert declared.status_code == 200
         too_big = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=_chunks(6 * 1024 * 1024))
         assert too_big.status_code == 413 and too_big.json()["code"] == "PAYLOAD_TOO_LARGE"
+
+
+class TestValuesOutOfRange:
+    """Review item 1: date arithmetic that overflows (9999-12-31 plus a day, year 1 minus one) raised
+    OverflowError deep in a handler and answered 500; it is the request's value that is out of range."""
+
+    async def test_a_date_past_the_calendar_is_a_422_problem_with_a_stable_code(self, edge_client):
+        fine = await edge_client.get(f"{API_PREFIX}/edge-test/day-after", params={"day": "2026-01-05"})
+        assert fine.status_code == 200 and fine.json() == {"day": "2026-01-06"}
+        response = await edge_client.get(f"{API_PREFIX}/edge-test/day-after", params={"day": "9999-12-31"})
+        assert response.status_code == 422, response.text
+        assert response.headers["content-type"] == "application/problem+json"
+        problem = response.json()
+        assert problem["code"] == "VALUE_OUT_OF_RANGE" and problem["status"] == 422
+        assert problem["request_id"] == response.headers["x-request-id"]
+
+    async def test_behind_an_idempotency_key_too(self, edge_client):
+        headers = {"Idempotency-Key": "year-one"}
+        first = await edge_client.post(f"{API_PREFIX}/edge-test/day-before", json={"day": "0001-01-01"},
+                                       headers=headers)
+        again = await edge_client.post(f"{API_PREFIX}/edge-test/day-before", json={"day": "0001-01-01"},
+                                       headers=headers)
+        assert first.status_code == again.status_code == 422, first.text
+        assert first.json()["code"] == again.json()["code"] == "VALUE_OUT_OF_RANGE"
+        assert again.headers["idempotent-replayed"] == "true"
+
+
+class _Captured(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.addFilter(_RequestIdFilter())
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def captured_logs(edge_client):
+    """Every record logged while the test runs (after the app configured logging), with its request id."""
+    handler = _Captured()
+    root, requests = logging.getLogger(), logging.getLogger("tenet.http")
+    root.addHandler(handler)
+    requests.setLevel(logging.INFO)  # the one line per request
+    yield handler.records
+    requests.setLevel(logging.NOTSET)
+    root.removeHandler(handler)
+
+
+class TestUnexpectedErrors:
+    """Review item 2: Starlette answers the handler of `Exception` in its outermost layer, outside the request
+    id and the request log, then re-raises for the server to log again."""
+
+    async def test_an_unhandled_exception_is_a_500_problem_with_the_request_id(self, edge_client, captured_logs):
+        # The test transport re-raises whatever escapes the app (as the server would log it): nothing may.
+        response = await edge_client.get(f"{API_PREFIX}/edge-test/explode", headers={"X-Request-ID": "req-500"})
+        assert response.status_code == 500
+        assert response.headers["content-type"] == "application/problem+json"
+        assert response.headers["x-request-id"] == "req-500"
+        problem = response.json()
+        assert problem["code"] == "INTERNAL_ERROR" and problem["status"] == 500
+        assert problem["request_id"] == "req-500"
+        assert "kaboom" not in response.text and "Traceback" not in response.text
+        tracebacks = [r for r in captured_logs if r.exc_info and isinstance(r.exc_info[1], RuntimeError)]
+        assert len(tracebacks) == 1, [r.getMessage() for r in captured_logs]
+        assert tracebacks[0].request_id == "req-500"  # type: ignore[attr-defined]
+        [line] = [r for r in captured_logs if r.getMessage() == "request"]
+        assert line.status == 500 and line.request_id == "req-500"  # type: ignore[attr-defined]
+
+    async def test_behind_an_idempotency_key_too_and_the_key_is_released(self, edge_client, captured_logs):
+        headers = {"Idempotency-Key": "explodes"}
+        first = await edge_client.post(f"{API_PREFIX}/edge-test/explode", headers=headers)
+        again = await edge_client.post(f"{API_PREFIX}/edge-test/explode", headers=headers)
+        assert first.status_code == again.status_code == 500
+        assert first.json()["request_id"] == first.headers["x-request-id"]
+        assert calls == ["explode", "explode"]  # a 5xx is not stored: the retry ran again
 
 
 class TestStreamingRoutesBypassIdempotency:

@@ -199,3 +199,23 @@ async def test_ten_concurrent_identical_posts_run_the_handler_once(committed_db,
             "SELECT count(*) FROM kernel.audit_log WHERE action = 'iam.user.created'"))).scalar_one()
     assert created == 1
     assert await count_users(committed_db, "race@example.com") == 1
+
+
+async def test_a_nul_in_the_body_is_a_stored_422_with_or_without_a_key(committed_db, clock, tmp_path):
+    """Review item 8 (a NUL in a JSON string behind an Idempotency-Key answered 500): on a real, committing
+    database the refusal is a 422 with or without the key, and with it the refusal is stored (the request's
+    fingerprint is a digest and the stored answer is bytes, so no text column ever holds the NUL) and replayed."""
+    from tests.conftest import test_settings
+    from tests.support.users import UserFactory
+
+    app = create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock, run_background_tasks=False)
+    owner = await UserFactory(app, committed_db, clock).make()
+    body = b'{"name": "a\\u0000b"}'
+    headers = {**owner.headers, "content-type": "application/json"}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        bare = await client.post("/api/v1/workspaces", content=body, headers=headers)
+        first = await client.post("/api/v1/workspaces", content=body, headers={**headers, "Idempotency-Key": "nul"})
+        again = await client.post("/api/v1/workspaces", content=body, headers={**headers, "Idempotency-Key": "nul"})
+    assert bare.status_code == first.status_code == again.status_code == 422, first.text
+    assert bare.json()["code"] == first.json()["code"] == "VALIDATION_FAILED"
+    assert again.headers["idempotent-replayed"] == "true" and again.json() == first.json()

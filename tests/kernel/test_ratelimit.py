@@ -168,3 +168,53 @@ async def test_a_flood_of_failed_sign_ins_does_not_starve_other_requests(databas
         await db.dispose()
         async with committed_db_engine(database_url) as engine:
             await _empty(engine)
+
+
+async def _backend_waiting_on_a_lock(watcher, application_name: str = "tenet-read") -> int:
+    for _ in range(500):
+        row = await (await watcher.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s "
+            "AND wait_event_type = 'Lock'", [application_name])).fetchone()
+        if row is not None:
+            return int(row[0])
+        await asyncio.sleep(0.02)
+    raise AssertionError("no read-path statement came to wait on the lock")
+
+
+async def _login_counters(db) -> dict[str, int]:
+    async with db.read_only() as session:
+        rows = await session.execute(text(
+            "SELECT bucket, hits FROM kernel.rate_limit_counter WHERE bucket LIKE 'login:%'"))
+        return {bucket: hits for bucket, hits in rows}
+
+
+async def test_an_outage_while_checking_the_password_gives_the_slots_back(committed_db, database_url, clock,
+                                                                         tmp_path):
+    """Review item 3: the sign-in counts its attempt first, then reads the password hash. When that read
+    cannot happen (here the database kills the read path's connection, twice, so its one retry fails too),
+    the answer is 503 and the attempt is given back: an outage of ours must not lock a user out."""
+    import psycopg
+
+    from tenet.db.database import libpq_url
+
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.30", login_failure_limit="3/15min") as client:
+        await client.post("/api/v1/auth/register", json={
+            "email": "unlucky@example.com", "password": PASSWORD, "display_name": "U"})
+        async with (await psycopg.AsyncConnection.connect(libpq_url(database_url), autocommit=True) as watcher,
+                    await psycopg.AsyncConnection.connect(libpq_url(database_url)) as locker):
+            # The password hash cannot be read while the table is locked: the read waits, and is killed.
+            await locker.execute("LOCK TABLE iam.user_account IN ACCESS EXCLUSIVE MODE")
+            attempt = asyncio.create_task(client.post(TOKEN, data=sign_in("unlucky@example.com", PASSWORD)))
+            for _ in range(2):
+                pid = await _backend_waiting_on_a_lock(watcher)
+                await watcher.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+            response = await attempt
+            await locker.rollback()
+        assert response.status_code == 503, response.text
+        assert response.json()["code"] == "SERVICE_UNAVAILABLE"
+        assert await _login_counters(committed_db) == {}
+        # A wrong password is a verdict, and counts.
+        assert (await client.post(TOKEN, data=sign_in("unlucky@example.com", "wrong"))).status_code == 401
+        assert await _login_counters(committed_db) == {"login:account:unlucky@example.com": 1,
+                                                       "login:ip:192.0.2.30": 1}
+        assert (await client.post(TOKEN, data=sign_in("unlucky@example.com", PASSWORD))).status_code == 200

@@ -126,3 +126,36 @@ async def test_the_read_path_retries_once_on_a_fresh_connection_after_its_connec
         async with engine.begin() as connection:
             await connection.execute(text("SET LOCAL session_replication_role = replica"))
             await connection.execute(text("TRUNCATE iam.user_account, kernel.audit_log CASCADE"))
+
+
+async def test_a_write_on_a_killed_connection_is_not_repeated_and_the_next_request_gets_a_live_one(
+        database_url, engine, clock, tmp_path):
+    """Review item 4: the one-statement writes of the read path's pool (`write_one`: the sign-in limiter's
+    count) are not retried after a broken connection — the statement may have run — but the pool's other
+    idle connections, killed by the same event, are checked, so only one request meets the outage."""
+    import asyncio
+
+    from sqlalchemy import text
+
+    database = Database.from_url(database_url, pool_size=2, read_pool_size=4)
+    app = create_app(test_settings(data_dir=tmp_path), database=database, clock=clock, run_background_tasks=False)
+    try:
+        # Four idle connections in the read pool, then all of them killed.
+        await asyncio.gather(*(database.reads.value("SELECT pg_sleep(0.1)") for _ in range(4)))
+        async with engine.connect() as admin:
+            killed = (await admin.execute(text(
+                "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+                "WHERE application_name = 'tenet-read' AND datname = current_database()"))).scalar_one()
+        assert killed == 4
+        form = {"grant_type": "password", "username": "nobody@example.com", "password": "wrong"}
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            answers = [(await client.post("/api/v1/auth/token", data=form)).status_code for _ in range(4)]
+        assert answers == [503, 401, 401, 401]
+        async with engine.connect() as admin:
+            hits = (await admin.execute(text("SELECT hits FROM kernel.rate_limit_counter "
+                                             "WHERE bucket = 'login:account:nobody@example.com'"))).scalar_one()
+        assert hits == 3  # the lost write was not repeated
+    finally:
+        await database.dispose()
+        async with engine.begin() as connection:
+            await connection.execute(text("DELETE FROM kernel.rate_limit_counter"))

@@ -13,6 +13,7 @@ import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import psycopg
@@ -54,6 +55,10 @@ class World:
     # Optional parameters the fuzzer fills with noise that only ever meets the HTTP layer (a random cursor,
     # a random Idempotency-Key reused across bodies): mostly left out, so the call reaches the service.
     omit: tuple[str, ...] = ("cursor", "Idempotency-Key")
+    # Requests known to succeed, by operation label (body, media type): sent as explicit schemathesis cases
+    # before the generated ones, so a route whose success needs several real values at once (a sign-in: an
+    # active account's email *and* its password *and* the password grant) is seen succeeding on every run.
+    known_good: dict[str, list[tuple[dict[str, Any], str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,6 +102,12 @@ class Tally:
 def fuzz(operation, *, base_url: str, world: World, examples: dict[GenerationMode, int]) -> Tally:
     """Run schemathesis on `operation` in each generation mode; every response must pass CHECKS."""
     tally = Tally()
+    for body, media_type in world.known_good.get(operation.label, []):
+        case = operation.Case(body=dict(body), media_type=media_type)
+        response = case.call(base_url=base_url, headers=world.headers)
+        tally.add(GenerationMode.POSITIVE, response)
+        case.validate_response(response, checks=CHECKS, headers=world.headers)
+        assert response.status_code < 300, (operation.label, response.status_code, response.text)
     for mode, max_examples in examples.items():
         if mode is GenerationMode.NEGATIVE and not (list(operation.iter_parameters()) or operation.body):
             continue  # nothing to get wrong
@@ -244,7 +255,11 @@ def identity_world(base_url: str, database_url: str, admin_token: str) -> World:
     finally:
         api.close()
     emails = [person_email for _, person_email, _ in people]
+    # Random draws sign in only when grant, active account and password coincide (about one draw in ten, so
+    # some runs of 20 never did): one explicit sign-in of an active account shows the success path every run.
+    sign_in = {"grant_type": "password", "username": emails[0], "password": PASSWORD}
     return World(headers=admin,
+                 known_good={"POST /api/v1/auth/token": [(sign_in, "application/x-www-form-urlencoded")]},
                  path={"user_id": [user_id for user_id, _, _ in people], "api_client_id": clients},
                  body={"email": emails + [unique_email("new") for _ in range(12)], "username": emails,
                        "password": [PASSWORD], "refresh_token": refresh_tokens,

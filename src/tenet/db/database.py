@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import (
     AsyncConnection,
@@ -46,6 +48,43 @@ def async_url(url: str) -> str:
 def libpq_url(url: str) -> str:
     """Plain libpq URL (for psycopg, procrastinate) from any SQLAlchemy or libpq form."""
     return "postgresql://" + async_url(url)[len("postgresql+psycopg://"):]
+
+
+# SQLSTATE classes of a server that refused the connection itself: connection exceptions, authentication,
+# an unknown database, a server shutting down or starting up, too many connections.
+_REFUSED_CONNECTION = ("08", "28", "3D", "57P", "53300")
+
+
+def database_location(url: str) -> str:
+    """`host:port` of a database URL (a Unix socket's directory as it is), never its user or password."""
+    try:
+        parts = conninfo_to_dict(libpq_url(url))
+    except (psycopg.ProgrammingError, ValueError):
+        return "the configured address"
+    host = str(parts.get("host") or "localhost")
+    if host.startswith("/"):
+        return f"{host} (Unix socket)"
+    return f"{host}:{parts.get('port') or 5432}"
+
+
+def connection_failure(exc: BaseException, url: str | None = None) -> str | None:
+    """Why the database could not be reached, when `exc` (or an error it wraps: SQLAlchemy's, procrastinate's)
+    is a failure to connect or a lost connection; None for any other error, a statement's included. The
+    reason is libpq's own first line, which names no password (one in `url` is masked all the same)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, psycopg.OperationalError):
+            if current.sqlstate is not None and not current.sqlstate.startswith(_REFUSED_CONNECTION):
+                return None
+            lines = str(current).strip().splitlines()
+            reason = lines[0] if lines else type(current).__name__
+            reason = reason.rsplit(" failed: ", 1)[-1].removeprefix("FATAL:").strip() or type(current).__name__
+            password = conninfo_to_dict(libpq_url(url)).get("password") if url else None
+            return reason.replace(str(password), "***") if password else reason
+        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
+    return None
 
 
 def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10, pool_timeout: float = 10.0,

@@ -98,8 +98,9 @@ def _basic_client_credentials(request: Request) -> tuple[str, str] | None:
         "`grant_type=client_credentials` with `client_id` and `client_secret` (or HTTP Basic); "
         "`grant_type=refresh_token` with `refresh_token`. Sign-ins are rate limited per account and per client "
         "address (`TENET_LOGIN_FAILURE_LIMIT`): each attempt takes a slot before the password is checked, a "
-        "successful one gives it back, and at the limit the answer is 429 with `Retry-After` whatever the "
-        "password. `Idempotency-Key` is ignored here: token answers are never stored."
+        "successful one (or one the service could not check: 503) gives it back, and at the limit the answer "
+        "is 429 with `Retry-After` whatever the password. `Idempotency-Key` is ignored here: token answers are "
+        "never stored."
     ),
     responses=problem_responses(400, 401, 422, 429),
 )
@@ -129,17 +130,18 @@ async def token(
         limit = iam.login_failure_limit
         account_bucket, address_bucket = f"login:account:{normalize_email(username)}", \
             f"login:ip:{client_address(request)}"
-        await _limiter(request).attempt([account_bucket, address_bucket], limit, now, "failed sign-ins")
-        user_id, new_hash = await service.verify_password(reads(request), passwords=state.passwords,
-                                                          email=username, password=password)
-        async with state.db.unit_of_work() as session:
-            user = await service.record_sign_in(session, user_id=user_id, new_hash=new_hash, now=now)
-            # The owner proved themselves: the account's failures are forgotten, and this attempt's slot
-            # of the address is given back (only failures count against a shared address).
-            await reset_in(session, account_bucket, limit, now)
-            await release_in(session, address_bucket, limit, now)
-            return await service.issue_user_tokens(session, user=user, access_tokens=state.access_tokens,
-                                                   refresh_ttl=refresh_ttl, now=now)
+        # A wrong password keeps its slots; an outage (503) while checking it gives them back.
+        async with _limiter(request).attempting([account_bucket, address_bucket], limit, now, "failed sign-ins"):
+            user_id, new_hash = await service.verify_password(reads(request), passwords=state.passwords,
+                                                              email=username, password=password)
+            async with state.db.unit_of_work() as session:
+                user = await service.record_sign_in(session, user_id=user_id, new_hash=new_hash, now=now)
+                # The owner proved themselves: the account's failures are forgotten, and this attempt's slot
+                # of the address is given back (only failures count against a shared address).
+                await reset_in(session, account_bucket, limit, now)
+                await release_in(session, address_bucket, limit, now)
+                return await service.issue_user_tokens(session, user=user, access_tokens=state.access_tokens,
+                                                       refresh_ttl=refresh_ttl, now=now)
     if grant_type == "client_credentials":
         basic = _basic_client_credentials(request)
         if basic:

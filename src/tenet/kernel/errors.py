@@ -22,6 +22,7 @@ class KernelErrorCode(StrEnum):
     BAD_REQUEST = "BAD_REQUEST"
     MALFORMED_REQUEST_BODY = "MALFORMED_REQUEST_BODY"
     VALIDATION_FAILED = "VALIDATION_FAILED"
+    VALUE_OUT_OF_RANGE = "VALUE_OUT_OF_RANGE"
     UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     ROUTE_NOT_FOUND = "ROUTE_NOT_FOUND"
@@ -104,6 +105,15 @@ class ValidationFailed(DomainError):
     status: ClassVar[int] = 422
     code: ClassVar[StrEnum | str] = KernelErrorCode.VALIDATION_FAILED
     title: ClassVar[str] = "The request does not match the schema"
+
+
+class ValueOutOfRange(DomainError):
+    """A value the schema accepted is too far out for what the route computes with it (a date near year 1 or
+    9999 moved by a duration, a time zone conversion at the calendar's edge)."""
+
+    status: ClassVar[int] = 422
+    code: ClassVar[StrEnum | str] = KernelErrorCode.VALUE_OUT_OF_RANGE
+    title: ClassVar[str] = "A value is out of the range this operation can compute with"
 
 
 class UnsupportedMediaType(DomainError):

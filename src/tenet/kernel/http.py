@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import traceback
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, overload
@@ -73,7 +74,8 @@ _STATUS_DESCRIPTIONS = {
     409: "State conflict; the problem's `code` says which",
     413: "Request body too large",
     415: "Unsupported Content-Type",
-    422: "Request does not match the schema, or an Idempotency-Key reused with another body",
+    422: "Request does not match the schema, a value is out of range, or an Idempotency-Key was reused "
+         "with another body",
     412: "The resource changed since the version named by If-Match",
     428: "The route needs If-Match (or expected_version) naming the version read",
     429: "Rate limited; retry after `Retry-After` seconds",
@@ -211,15 +213,18 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     return problem_response(error, _request_id(request))
 
 
-async def _on_database_unavailable(request: Request, exc: Exception) -> Response:
+def _database_unavailable(exc: Exception) -> DomainError:
     # The database is down or the pool is exhausted: not a bug, and the client may retry. The driver's error
     # class and SQLSTATE tell an operator which (connection refused, too many connections, pool timeout).
     original = getattr(exc, "orig", None)
     log.warning("database unavailable: %s (%s, SQLSTATE %s): %s", type(exc).__name__,
                 type(original).__name__ if original is not None else "-", getattr(original, "sqlstate", None),
                 str(original or exc).strip().splitlines()[0][:200] if str(original or exc).strip() else "")
-    error = errors.ServiceUnavailable("The database is not reachable right now", headers={"Retry-After": "2"})
-    return problem_response(error, _request_id(request))
+    return errors.ServiceUnavailable("The database is not reachable right now", headers={"Retry-After": "2"})
+
+
+async def _on_database_unavailable(request: Request, exc: Exception) -> Response:
+    return problem_response(_database_unavailable(exc), _request_id(request))
 
 
 async def _on_data_error(request: Request, exc: Exception) -> Response:
@@ -230,12 +235,31 @@ async def _on_data_error(request: Request, exc: Exception) -> Response:
     return problem_response(error, _request_id(request))
 
 
-async def _on_unexpected(request: Request, exc: Exception) -> Response:
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return await _on_database_unavailable(request, exc)
-    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    error = errors.InternalError("An unexpected error occurred; quote the request id when reporting it")
+async def _on_overflow(request: Request, exc: Exception) -> Response:
+    # Date arithmetic on a value at the calendar's edge (9999-12-31 plus a day, year 1 minus a time zone
+    # offset) that a schema let through: the request's fault, so a 422, but logged with the place it
+    # overflowed, because the route's schema should bound the value.
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+    log.warning("value out of range on %s %s: %s (at %s)", request.method, request.url.path, exc, where)
+    error = errors.ValueOutOfRange("A date, time or number in the request is too far out of range "
+                                   "for this operation")
     return problem_response(error, _request_id(request))
+
+
+def unexpected_error(method: str, path: str, exc: Exception) -> DomainError:
+    """The answer to an exception no handler claimed, logged once with its traceback: a 500 (a bug), or a
+    503 when SQLAlchemy says the connection died under it."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return _database_unavailable(exc)
+    log.error("unhandled error on %s %s", method, path, exc_info=exc)
+    return errors.InternalError("An unexpected error occurred; quote the request id when reporting it")
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    # The last resort only: Starlette runs the handler of `Exception` in its outermost layer, outside the
+    # request id and the request log. UnhandledErrorMiddleware answers every exception of the app first.
+    return problem_response(unexpected_error(request.method, request.url.path, exc), _request_id(request))
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -245,6 +269,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DataError, _on_data_error)
     # The transaction-free read path runs psycopg directly: its refusals of a value arrive unwrapped.
     app.add_exception_handler(psycopg.DataError, _on_data_error)
+    app.add_exception_handler(OverflowError, _on_overflow)
     # Likewise the statements a unit of work runs directly (kernel.statements): a lost connection, a deadlock
     # or serialization failure the client may retry.
     app.add_exception_handler(psycopg.OperationalError, _on_database_unavailable)
@@ -346,6 +371,42 @@ class BodyLimitMiddleware:
             await send(message)
 
         await self.inner(scope, receive, problem_send)
+
+
+class UnhandledErrorMiddleware:
+    """Answers an exception no exception handler claimed with a problem+json 500 (`INTERNAL_ERROR`) that
+    carries the request id, and logs it once with its traceback.
+
+    Starlette runs the handler registered for `Exception` in ServerErrorMiddleware, its outermost layer:
+    outside ObservabilityMiddleware, so that answer had no X-Request-ID header, its log line no request id,
+    and Starlette then re-raised the exception for the server to log a second time. This layer sits just
+    inside ObservabilityMiddleware (which adds the header, counts the 500 and logs the request) and lets
+    nothing through. When the answer had already started (a streamed body failing midway) nothing can
+    replace it: the error is logged and the server closes the connection, so the client sees a cut answer
+    rather than a complete-looking one.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            error = unexpected_error(scope["method"], scope["path"], exc)
+            if not started:
+                await problems.send_problem(send, scope, error)
 
 
 # --- answers -----------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ Every check *counts first*, in one statement, and decides on what that statement
 
 - `attempt` (failed sign-ins): takes a slot in every bucket at once, only while each is under its limit;
   a bucket at its limit refuses and nothing further happens (the password is never checked). A success
-  gives the account's slots back (`reset`).
+  gives the account's slots back (`reset`). `attempting` wraps the check: when it cannot reach a verdict
+  (the database is unreachable), the slots are given back, so our outage never locks anyone out.
 - `slot` (workspace creations, invitation mails): takes a slot the same way before the command runs and
   gives it back when the command fails, so only what happened is counted. The counter row is locked only
   for its own one-statement transaction: a limit per account must not serialise that account's commands
@@ -77,9 +78,10 @@ _COUNT_UNDER_LIMIT = """
 _RELEASE = """
     WITH released AS (
         UPDATE kernel.rate_limit_counter SET hits = hits - 1
-         WHERE bucket = %(bucket)s AND window_start = %(start)s AND hits > 1 RETURNING 1)
+         WHERE bucket = ANY(%(buckets)s::text[]) AND window_start = %(start)s AND hits > 1 RETURNING bucket)
     DELETE FROM kernel.rate_limit_counter
-     WHERE bucket = %(bucket)s AND window_start = %(start)s AND hits <= 1 AND NOT EXISTS (SELECT 1 FROM released)
+     WHERE bucket = ANY(%(buckets)s::text[]) AND window_start = %(start)s AND hits <= 1
+       AND bucket NOT IN (SELECT bucket FROM released)
     RETURNING 1
 """
 
@@ -131,11 +133,33 @@ class RateLimiter:
         try:
             yield
         except BaseException:
-            try:
-                await self.db.reads.write_one(_RELEASE, {"bucket": bucket, "start": _window_start(now, rate.window)})
-            except Exception:  # the database is away: the slot stays taken until its window ends
-                log.warning("could not give back a rate-limit slot of %s", bucket, exc_info=True)
+            await self._give_back([bucket], rate, now)
             raise
+
+    @asynccontextmanager
+    async def attempting(self, buckets: Sequence[str], rate: Rate, now: datetime, what: str, *,
+                         error: LimitError | None = None) -> AsyncIterator[None]:
+        """`attempt` for a check run inside the block (a password): the slots stay taken when the block
+        reaches a verdict — it returns, or refuses with a 4xx `DomainError` (a wrong password counts) — and
+        are given back when the check could not happen: the database was unreachable (503), or anything
+        else went wrong. An outage of ours must not count against the account or the address."""
+        await self.attempt(buckets, rate, now, what, error=error)
+        try:
+            yield
+        except DomainError as exc:
+            if exc.status >= 500:
+                await self._give_back(buckets, rate, now)
+            raise
+        except BaseException:
+            await self._give_back(buckets, rate, now)
+            raise
+
+    async def _give_back(self, buckets: Sequence[str], rate: Rate, now: datetime) -> None:
+        try:
+            await self.db.reads.write_one(_RELEASE, {"buckets": list(buckets),
+                                                     "start": _window_start(now, rate.window)})
+        except Exception:  # the database is away: the slots stay taken until their window ends
+            log.warning("could not give back rate-limit slots of %s", ", ".join(buckets), exc_info=True)
 
     async def consume(self, bucket: str, rate: Rate, now: datetime, what: str, *,
                       error: LimitError | None = None) -> Window:

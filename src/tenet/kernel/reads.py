@@ -19,7 +19,8 @@ can be had in time, the caller gets 503 SERVICE_UNAVAILABLE with Retry-After, ne
 The same path runs a *one-statement write* that needs no transaction around it (`write_one`: a rate-limit
 counter's upsert): on an autocommit connection its row lock lasts only as long as the statement, where a
 unit of work would hold it across three round trips (BEGIN, statement, COMMIT) and queue every request of
-the same key behind it. A write is never retried.
+the same key behind it. A write is never retried (it may have run before its connection broke), but the pool's
+idle connections are checked as for a read, so the next request does not meet another dead one.
 """
 
 from __future__ import annotations
@@ -98,14 +99,18 @@ class PooledReads:
                 broken = connection is None or connection.broken or connection.closed
                 if not broken:
                     raise  # a statement error (timeout, cancel) on a healthy connection: not ours to retry
-                if attempt == 2 or not retry:
+                if attempt == 2:
                     log.warning("read path: the database is unreachable")
                     raise _unavailable() from None
                 # The pool discards the broken connection when it comes back. The others were likely broken by
                 # the same event (a server restart kills them all): check the idle ones (replacing the dead)
-                # so the retry really runs on a fresh connection.
-                log.info("read path: retrying on a fresh connection after a broken one")
+                # so the retry, or the next request, really runs on a fresh connection.
                 await self.pool.check()
+                if not retry:
+                    # A write is not repeated: it may have run before its connection broke.
+                    log.warning("read path: a one-statement write lost its connection; not repeated")
+                    raise _unavailable() from None
+                log.info("read path: retrying on a fresh connection after a broken one")
         raise AssertionError("unreachable")
 
     async def all(self, sql: str, params: Params = None) -> list[Row]:

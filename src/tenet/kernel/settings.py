@@ -19,7 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
-from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tenet.kernel.mail import MailSettings
@@ -45,10 +45,10 @@ class Rate:
     def parse(cls, text: str) -> Rate:
         match = _RATE.match(text.lower())
         if not match or match.group(3) not in _UNITS:
-            raise ValueError(f"not a rate like '10/15min': {text!r}")
+            raise ValueError("not a rate like '10/15min' or '20/hour'")
         limit, multiplier, unit = int(match.group(1)), int(match.group(2) or 1), match.group(3)
         if limit < 1 or multiplier < 1:
-            raise ValueError(f"a rate needs a positive limit and window: {text!r}")
+            raise ValueError("a rate needs a positive limit and window")
         return cls(limit=limit, window=timedelta(seconds=multiplier * _UNITS[unit]))
 
     def __str__(self) -> str:
@@ -85,6 +85,10 @@ def normalize_forwarded_allow_ips(value: str | None) -> str | None:
 # only to those bare names (never to the documented variables, which are aliases), so nobody sets them.
 SECTION_CONFIG = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True, frozen=True,
                                     env_prefix="_TENET_FIELD_")
+
+
+SECRET_KEY_MIN_LENGTH = 32
+SECRET_KEY_MIN_DISTINCT = 10
 
 
 class MissingSecretKey(RuntimeError):
@@ -159,9 +163,16 @@ class KernelSettings(BaseSettings):
     @field_validator("secret_key")
     @classmethod
     def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
-        # HS256 with a short key is brute-forceable (RFC 7518 §3.2 asks for at least 256 bits).
-        if value is not None and len(value.get_secret_value()) < 32:
-            raise ValueError("TENET_SECRET_KEY must be at least 32 characters")
+        # HS256 with a short key is brute-forceable (RFC 7518 §3.2 asks for at least 256 bits). Length alone
+        # lets "aaaa…" or "abababab…" through: a key must also use at least 10 different characters.
+        if value is None:
+            return value
+        key = value.get_secret_value()
+        if len(key) < SECRET_KEY_MIN_LENGTH:
+            raise ValueError(f"must be at least {SECRET_KEY_MIN_LENGTH} characters long")
+        if len(set(key)) < SECRET_KEY_MIN_DISTINCT:
+            raise ValueError(f"must use at least {SECRET_KEY_MIN_DISTINCT} different characters (a random value: "
+                             "python -c 'import secrets; print(secrets.token_urlsafe(48))')")
         return value
 
     @property
@@ -213,6 +224,20 @@ class KernelSettings(BaseSettings):
             finally:
                 scratch.unlink()
         return path.read_text(encoding="ascii").strip()
+
+
+def describe_invalid(error: ValidationError) -> list[str]:
+    """One line per invalid setting: the variable and what is wrong with it, never its value (a secret key,
+    a password). Pydantic's messages do not quote the input; a validator's message that did is redacted."""
+    lines = []
+    for issue in error.errors(include_url=False):
+        name = ".".join(str(part) for part in issue.get("loc", ())) or "settings"
+        message = str(issue.get("msg", "is not valid")).removeprefix("Value error, ")
+        value = issue.get("input")
+        if isinstance(value, str) and len(value) >= 3 and value in message:
+            message = message.replace(value, "<the value>")
+        lines.append(f"invalid setting {name}: {message}")
+    return lines
 
 
 S = TypeVar("S", bound=BaseSettings)
