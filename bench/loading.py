@@ -180,12 +180,16 @@ async def insert_accounts(connection: psycopg.AsyncConnection, *, prefix: str, f
         "llm": DEFAULT_LLM_ID, "agent_type": DEFAULT_AGENT_TYPE})
 
 
-def check_invariants(database_url: str) -> None:
-    """`tenet invariants check` against the bench database; stops the run when any invariant is broken."""
+def check_invariants(database_url: str, *, timeout: float | None = None) -> None:
+    """`tenet invariants check` against the bench database; stops the run when any invariant is broken (or a
+    detector could not finish). `timeout`: seconds each detector may run (the command's default otherwise: 30,
+    which some social detectors need more than on millions of rows)."""
     tenet = Path(sys.executable).parent / "tenet"
+    command = [str(tenet), "invariants", "check", "--database-url", database_url]
+    if timeout is not None:
+        command += ["--timeout", str(timeout)]
     # cwd: like the service, not configured by a .env in the repository.
-    result = subprocess.run([str(tenet), "invariants", "check", "--database-url", database_url],
-                            capture_output=True, text=True, cwd=tempfile.gettempdir())
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tempfile.gettempdir())
     if result.returncode != 0:
         raise SystemExit(f"the loaded data breaks invariants (tenet invariants check exited {result.returncode}):\n"
                          f"{result.stdout}\n{result.stderr}")
