@@ -56,8 +56,9 @@ and optionally
         Extra environment for `tenet serve` (limits a scenario would otherwise hit).
 
     def measure(args) -> dict[str, object]  and  def table(results) -> str
-        Instead of everything above, for a load wrk cannot make (150 MB upload bodies): the scenario starts
-        its own servers and clients and answers its results and their markdown table.
+        Instead of everything above, for a load wrk cannot make (150 MB upload bodies, a worker's runs): the
+        scenario starts its own servers and clients and answers its results (JSON-able; the harness writes them
+        to bench/results/ with the table) and their markdown table.
 
     def verify(context) -> dict[str, object]
         Runs after both measurements while the database still runs: what the load left there (a write

@@ -58,7 +58,7 @@ from tenet.db.embedded import ensure_database, start_embedded_server
 from tenet.kernel.clock import SystemClock
 
 DESCRIPTION = "N due automation runs (todo digests) by worker processes vs procrastinate running N no-op jobs"
-RUNS_DEFAULT = 20_000
+RUNS_DEFAULT = 50_000
 JOBS_PER_OWNER = 3
 TODOS_PER_OWNER = 5
 ZONE = "America/Los_Angeles"  # Tenet's default time zone: the owners set none
