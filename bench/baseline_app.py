@@ -6,13 +6,18 @@ FastAPI, the dependency system, Pydantic, the SQLAlchemy ORM and pool, token ver
 middleware. Tenet's numbers divided by these are the price of those layers.
 
 Every request, whatever its path (except /readyz), runs in one transaction, as Tenet's unit of work
-does: psycopg opens it with BEGIN before the first statement and the pool's context manager COMMITs it.
+does: psycopg opens it with BEGIN before the first statement and the pool's context manager COMMITs it
+(unless the plan asks for autocommit, below).
 What it runs is the scenario's: either a fixed list of statements (`baseline_sql`), answered as
 `{"results": [rows of each]}`, or the scenario's `baseline` handler, which reads the request (a cursor, a
 body) and answers like Tenet. Configured through the environment by the harness:
 
-    BENCH_BASELINE_PLAN   path of a JSON file: {"database_url", "pool_min", "pool_max"} and either
-                          "statements" or "scenario" (a module name) with its "config"
+    BENCH_BASELINE_PLAN   path of a JSON file: {"database_url", "pool_min", "pool_max", "autocommit"} and
+                          either "statements" or "scenario" (a module name) with its "config"
+
+With "autocommit" (a scenario's BASELINE_AUTOCOMMIT, for routes Tenet serves on its transaction-free read
+path) the pool's connections are in autocommit mode: no BEGIN, no COMMIT, one round trip per statement, as
+Tenet's read path sends them.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ _plan = json.loads(Path(os.environ[PLAN_ENV]).read_text(encoding="utf-8"))
 # Opened in the lifespan (one pool per worker process, like Tenet's engine).
 _pool = AsyncConnectionPool(
     _plan["database_url"], min_size=_plan["pool_min"], max_size=_plan["pool_max"], open=False,
-    kwargs={"application_name": "tenet-bench-baseline"},
+    kwargs={"application_name": "tenet-bench-baseline", "autocommit": bool(_plan.get("autocommit", False))},
 )
 _JSON_HEADERS = [(b"content-type", b"application/json")]
 
@@ -119,7 +124,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await _respond(send, 200, b'{"status":"ready"}')
         return
     request = BaselineRequest(method=scope["method"], path=scope["path"],
-                              query=dict(parse_qsl(scope["query_string"].decode("latin-1"))), body=body)
+                              query=dict(parse_qsl(scope["query_string"].decode("latin-1"))), body=body,
+                              headers={name.decode("latin-1"): value.decode("latin-1")
+                                       for name, value in scope["headers"]})
     try:
         answer = await _run(request)
     except Exception as exc:  # a failed statement must show as a non-2xx answer in wrk's count

@@ -172,6 +172,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             # max_connections must count (Tenet also has its read pool).
             "pool_min": 2,
             "pool_max": settings.db_pool_size + settings.db_max_overflow,
+            # Routes Tenet serves on its transaction-free read path: no BEGIN/COMMIT on the baseline's side either.
+            "autocommit": bool(getattr(module, "BASELINE_AUTOCOMMIT", False)),
         }), encoding="utf-8")
         log(f"starting the baseline ({args.workers} workers)")
         baseline = start_baseline(database, workers=args.workers, plan_path=plan)
@@ -218,10 +220,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # The fixed statements, or the scenario's handler (its SQL is in its module).
         "baseline_sql": ([s["sql"] for s in baseline_plan["statements"]] if "statements" in baseline_plan
                          else f"{module.__name__}.baseline"),
+        "baseline_autocommit": bool(getattr(module, "BASELINE_AUTOCOMMIT", False)),
         "runs": {"tenet": {**tenet_result.to_dict(), "cpu": tenet_cpu},
                  "baseline": {**baseline_result.to_dict(), "cpu": baseline_cpu}},
         "ratios": report.ratios(tenet_result, baseline_result, tenet_cpu, baseline_cpu),
     }
+
+
+def _stem(started_at: str, scenario_name: str) -> str:
+    # 2026-01-02T03:04:05Z -> 20260102T030405Z: sorts by time, no colons in file names.
+    return f"{started_at.replace('-', '').replace(':', '')}-{scenario_name}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,13 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--concurrency, --threads, --workers and --duration must be >= 1")
     module = scenario.load(args.scenario)
     if hasattr(module, "measure"):
-        # A load wrk cannot make (150 MB bodies): the scenario runs its own clients and servers, and reports.
-        print(module.table(module.measure(args)), end="")
-        return 0
-    results = run(args)
-    # 2026-01-02T03:04:05Z -> 20260102T030405Z: sorts by time, no colons in file names.
-    stem = f"{results['started_at'].replace('-', '').replace(':', '')}-{args.scenario}"
-    json_path, md_path, table = report.write(results, stem)
+        # A load wrk cannot make (150 MB bodies, a worker's runs): the scenario runs its own clients and servers.
+        started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        results = module.measure(args)
+        json_path, md_path, table = report.write(results, _stem(started, args.scenario), module.table(results))
+    else:
+        results = run(args)
+        json_path, md_path, table = report.write(results, _stem(results["started_at"], args.scenario))
     print(table, end="")
     log(f"wrote {json_path.relative_to(report.RESULTS_DIR.parent.parent)} and "
         f"{md_path.relative_to(report.RESULTS_DIR.parent.parent)}")

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import httpx
 import psycopg
+from psycopg.types.json import Jsonb
 
 from tenet.iam.permissions import DEFAULT_ROLES
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, normalize_email
+from tenet.social.common import DEFAULT_AGENT_TYPE, DEFAULT_LLM_ID
 
 PASSWORD = "bench-password-0123"  # >= 10 characters, not the email, enough distinct characters
 
@@ -120,12 +122,74 @@ async def add_members(database_url: str, *, workspace_id: uuid.UUID, inviter_id:
     return [user[0] for user in users]
 
 
-def check_invariants(database_url: str) -> None:
-    """`tenet invariants check` against the bench database; stops the run when any invariant is broken."""
+# What registration writes for one account (iam.service.create_user and the AccountCreated handler
+# social.accounts.create_profile_and_agent), for many accounts in one statement: the account (active, email
+# normalised as email-v1, token epoch 0), its default roles, the audit row `iam.user.created` of an anonymous
+# actor, the profile (username from the display name by the handler's own expression, empty settings, a
+# calendar feed id of 16 random bytes in base64url) and the live agent. The emails are `<prefix><i>@bench.example`
+# (i zero-padded to 6 digits, first..last), lower case, so email_normalized = email; the display names
+# `<display><i>`. Not written: the registration's rate-limit counter row (not part of the account).
+_ACCOUNTS_SQL = """
+WITH new AS (
+    SELECT gen_random_uuid() AS id, i, %(prefix)s || lpad(i::text, 6, '0') || '@bench.example' AS email
+      FROM generate_series(%(first)s::int, %(last)s::int) AS i),
+account AS (
+    INSERT INTO iam.user_account (id, email, email_normalized, email_normalization, display_name, password_hash,
+                                  status, token_epoch, created_at, updated_at)
+    SELECT id, email, email, %(normalization)s, %(display)s || i, %(password_hash)s, 'active', 0, %(now)s, %(now)s
+      FROM new
+    RETURNING id, display_name),
+role AS (
+    INSERT INTO iam.user_role (user_id, role_name, granted_at)
+    SELECT account.id, role, %(now)s FROM account, unnest(%(roles)s::text[]) AS role),
+audit AS (
+    INSERT INTO kernel.audit_log (occurred_at, action, actor_type, actor_id, subject_type, subject_id, scope_type,
+                                  scope_id, request_id, data)
+    SELECT %(now)s, 'iam.user.created', 'anonymous', NULL, 'user', account.id::text, NULL, NULL,
+           replace(gen_random_uuid()::text, '-', ''), %(audit_data)s
+      FROM account),
+profile AS (
+    INSERT INTO social.profiles (id, username, settings, settings_version, calendar_feed_id, version, created_at,
+                                 updated_at, created_by)
+    SELECT account.id,
+           coalesce(nullif(btrim(left(regexp_replace(account.display_name, '[[:cntrl:]]', '', 'g'), 200)), ''),
+                    'User'),
+           '{}'::jsonb, 1, translate(rtrim(encode(uuid_send(gen_random_uuid()), 'base64'), '='), '+/', '-_'), 1,
+           %(now)s, %(now)s, account.id
+      FROM account)
+INSERT INTO social.user_agents (id, user_id, llm_id, agent_type, config, status, capability_version, version,
+                                created_at, updated_at, created_by)
+SELECT gen_random_uuid(), account.id, %(llm)s, %(agent_type)s, '{}'::jsonb, 'active', 1, 1, %(now)s, %(now)s,
+       account.id
+  FROM account
+"""
+
+
+async def insert_accounts(connection: psycopg.AsyncConnection, *, prefix: str, first: int, last: int,
+                          password_hash: str, now: datetime, display: str = "Bench User ") -> None:
+    """Accounts `first`..`last` as registration would have left them, in one statement (`_ACCOUNTS_SQL`), in
+    the caller's transaction. Registering through the API costs a request, an argon2 hash and a sign-in
+    rate-limit slot each: minutes for thousands of accounts, where this takes seconds. With the password hash
+    of a registered account, every one of them signs in with that account's password."""
+    roles = sorted(role.value for role in DEFAULT_ROLES)
+    await connection.execute(_ACCOUNTS_SQL, {
+        "prefix": prefix, "first": first, "last": last, "normalization": EMAIL_NORMALIZATION_VERSION,
+        "display": display, "password_hash": password_hash, "now": now, "roles": roles,
+        # What iam.service.create_user records for a self-registration.
+        "audit_data": Jsonb({"roles": roles, "self_registered": True}),
+        "llm": DEFAULT_LLM_ID, "agent_type": DEFAULT_AGENT_TYPE})
+
+
+def check_invariants(database_url: str, *, timeout: float | None = None) -> None:
+    """`tenet invariants check` against the bench database; stops the run when any invariant is broken (or a
+    detector could not finish). `timeout`: seconds each detector may run (the command's default otherwise: 30,
+    which some social detectors need more than on millions of rows)."""
     tenet = Path(sys.executable).parent / "tenet"
+    command = [str(tenet), "invariants", "check", "--database-url", database_url]
+    if timeout is not None:
+        command += ["--timeout", str(timeout)]
     # cwd: like the service, not configured by a .env in the repository.
-    result = subprocess.run([str(tenet), "invariants", "check", "--database-url", database_url],
-                            capture_output=True, text=True, cwd=tempfile.gettempdir())
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tempfile.gettempdir())
     if result.returncode != 0:
         raise SystemExit(f"the loaded data breaks invariants (tenet invariants check exited {result.returncode}):\n"
                          f"{result.stdout}\n{result.stderr}")

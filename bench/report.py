@@ -68,8 +68,10 @@ def markdown(results: dict[str, Any]) -> str:
         "| --- | ---: | ---: | ---: |",
         *(f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows),
         "",
-        "Baseline: the same SQL statements in one transaction through a psycopg pool, served by a bare "
-        "ASGI callable on the same uvicorn setup (bench/baseline_app.py).",
+        "Baseline: the same SQL statements "
+        + ("on autocommit connections (as Tenet's read path sends them)" if results.get("baseline_autocommit")
+           else "in one transaction")
+        + " through a psycopg pool, served by a bare ASGI callable on the same uvicorn setup (bench/baseline_app.py).",
         f"CPU: user + system time over the measured interval divided by the requests completed; service = the "
         f"server's process tree, PostgreSQL = {_postgresql_cpu_scope(results['database']['mode'])}.",
     ]
@@ -82,11 +84,12 @@ def _postgresql_cpu_scope(mode: str) -> str:
     return "the backends of the bench database, when the server runs on this machine"
 
 
-def write(results: dict[str, Any], stem: str) -> tuple[Path, Path, str]:
+def write(results: dict[str, Any], stem: str, table: str | None = None) -> tuple[Path, Path, str]:
+    """The results as JSON and their table as markdown; `table` for a scenario that makes its own (`measure`)."""
     RESULTS_DIR.mkdir(exist_ok=True)
-    table = markdown(results)
+    table = markdown(results) if table is None else table
     json_path = RESULTS_DIR / f"{stem}.json"
     md_path = RESULTS_DIR / f"{stem}.md"
-    json_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    json_path.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
     md_path.write_text(table, encoding="utf-8")
     return json_path, md_path, table

@@ -28,7 +28,14 @@ or, when the statements depend on the request (a cursor, an email in the body) o
 
     async def baseline(cursor, request: BaselineRequest, config) -> BaselineAnswer
         Runs in the baseline's process, inside its transaction (`cursor`: a psycopg AsyncCursor with
-        dict rows): the statements Tenet runs for `request`, in order, and the answer to send.
+        dict rows): the statements Tenet runs for `request`, in order, and the answer to send. The request
+        carries its headers, so a scenario whose requests come from many accounts can tell who asks
+        (the Authorization header's token).
+
+    BASELINE_AUTOCOMMIT: bool
+        True when Tenet answers on its transaction-free read path (tenet.kernel.reads: autocommit, no BEGIN
+        and no COMMIT): the baseline then runs its statements on autocommit connections too, so both sides
+        make the same round trips. Default False: one transaction per request, like a unit of work.
 
 and optionally
 
@@ -49,8 +56,9 @@ and optionally
         Extra environment for `tenet serve` (limits a scenario would otherwise hit).
 
     def measure(args) -> dict[str, object]  and  def table(results) -> str
-        Instead of everything above, for a load wrk cannot make (150 MB upload bodies): the scenario starts
-        its own servers and clients and answers its results and their markdown table.
+        Instead of everything above, for a load wrk cannot make (150 MB upload bodies, a worker's runs): the
+        scenario starts its own servers and clients and answers its results (JSON-able; the harness writes them
+        to bench/results/ with the table) and their markdown table.
 
     def verify(context) -> dict[str, object]
         Runs after both measurements while the database still runs: what the load left there (a write
@@ -98,6 +106,7 @@ class BaselineRequest:
     path: str
     query: dict[str, str]
     body: bytes
+    headers: dict[str, str] = field(default_factory=dict)  # names in lower case, as HTTP/1.1 allows
 
 
 @dataclass(frozen=True)

@@ -1,51 +1,38 @@
-"""social_todos: `GET /api/v1/social/todos?status=pending&limit=50`, pending todos by due date (those without one
-last), the third hot read of spec 000.
+"""social_todos: social_reads' second path alone, to isolate it: pending todos by due date (those without one
+last), one range scan of the partial expression index `ix_todos_pending_due` (`TODOS_PENDING_SQL`).
 
-What Tenet does (api.py list_todos, queries.py todos): the principal, then `TODOS_PENDING_SQL` (one range scan
-of the partial expression index `ix_todos_pending_due`). The baseline runs the same two statements.
+Same data, accounts, rotation over 64 tokens and baseline as social_reads (bench/scenarios/_social.py); only the
+path is fixed.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import httpx
 
-from bench.scenario import Request, Statement
-from bench.scenarios._social import SocialContext, load
-from bench.scenarios._sql import PRINCIPAL_SQL, principal_params
-from tenet.social import queries
+from bench.scenario import Request
+from bench.scenarios import _social
+from bench.scenarios._social import SocialContext
 
-DESCRIPTION = "GET /api/v1/social/todos?status=pending&limit=50 (300 todos per user, 120 pending)"
-PAGE = 50
+DESCRIPTION = ("GET /api/v1/social/todos?status=pending&limit=50 (by due date) over 64 accounts "
+               "(300 todos per account, 120 pending)")
+PATHS = ("todos",)
+BASELINE_AUTOCOMMIT = True  # Tenet answers on its transaction-free read path
+baseline = _social.baseline
+baseline_config = _social.baseline_config
+describe = _social.describe
 
 
 async def setup(client: httpx.AsyncClient, database_url: str) -> SocialContext:
-    return await load(client, database_url)
+    return await _social.load(client, database_url)
 
 
 def wrk_request(context: SocialContext) -> Request:
-    return Request(path=f"/api/v1/social/todos?status=pending&limit={PAGE}",
-                   headers={"Authorization": f"Bearer {context.token}"})
+    return _social.wrk_request(context, PATHS)
 
 
-def baseline_sql(context: SocialContext) -> list[Statement]:
-    from datetime import timedelta
-
-    return [Statement(PRINCIPAL_SQL, principal_params(context.user_id, context.token)),
-            Statement(queries.TODOS_PENDING_SQL.format(after="TRUE"),
-                      {"me": context.user_id, "due_before": queries.NO_DUE + timedelta(seconds=1),
-                       "limit": PAGE + 1})]
+def wrk_lua(context: SocialContext) -> str:
+    return _social.wrk_lua(context, PATHS)
 
 
 def check(client: httpx.Client, service: str, context: SocialContext) -> None:
-    if service != "tenet":
-        return
-    page = client.get(wrk_request(context).path).json()
-    dues = [item["due_at"] for item in page["items"]]
-    if len(dues) != PAGE or dues != sorted(dues):
-        raise SystemExit(f"{service}: expected a full page of pending todos by due date")
-
-
-def describe(context: SocialContext) -> dict[str, object]:
-    return {**{k: v for k, v in asdict(context).items() if k != "token"}, "user_id": str(context.user_id)}
+    _social.check(client, service, context, PATHS)
