@@ -106,6 +106,9 @@ async def add_members(database_url: str, *, workspace_id: uuid.UUID, inviter_id:
                 users)
             await cursor.executemany(
                 "INSERT INTO iam.user_role (user_id, role_name, granted_at) VALUES (%s, %s, %s)", roles)
+            await cursor.execute(_PROFILES_AND_AGENTS_SQL, {
+                "ids": [user[0] for user in users], "now": since, "llm": DEFAULT_LLM_ID,
+                "agent_type": DEFAULT_AGENT_TYPE})
             # Both constraint triggers of WS-INV-05 are deferred: they check the pairs at COMMIT.
             await cursor.executemany(
                 "INSERT INTO workspace.invitation (id, workspace_id, email, email_normalized, email_normalization, "
@@ -148,21 +151,30 @@ audit AS (
     SELECT %(now)s, 'iam.user.created', 'anonymous', NULL, 'user', account.id::text, NULL, NULL,
            replace(gen_random_uuid()::text, '-', ''), %(audit_data)s
       FROM account),
-profile AS (
+profile AS ({profile})
+{agent}
+"""
+# The social profile and the live agent the AccountCreated handler writes, for the rows of `account` (id,
+# display_name): shared by _ACCOUNTS_SQL and add_members (accounts made by SQL must look registered to SOC-INV-01).
+_PROFILE_INSERT = """
     INSERT INTO social.profiles (id, username, settings, settings_version, calendar_feed_id, version, created_at,
                                  updated_at, created_by)
     SELECT account.id,
            coalesce(nullif(btrim(left(regexp_replace(account.display_name, '[[:cntrl:]]', '', 'g'), 200)), ''),
                     'User'),
-           '{}'::jsonb, 1, translate(rtrim(encode(uuid_send(gen_random_uuid()), 'base64'), '='), '+/', '-_'), 1,
+           '{{}}'::jsonb, 1, translate(rtrim(encode(uuid_send(gen_random_uuid()), 'base64'), '='), '+/', '-_'), 1,
            %(now)s, %(now)s, account.id
-      FROM account)
+      FROM account"""
+_AGENT_INSERT = """
 INSERT INTO social.user_agents (id, user_id, llm_id, agent_type, config, status, capability_version, version,
                                 created_at, updated_at, created_by)
-SELECT gen_random_uuid(), account.id, %(llm)s, %(agent_type)s, '{}'::jsonb, 'active', 1, 1, %(now)s, %(now)s,
+SELECT gen_random_uuid(), account.id, %(llm)s, %(agent_type)s, '{{}}'::jsonb, 'active', 1, 1, %(now)s, %(now)s,
        account.id
-  FROM account
-"""
+  FROM account"""
+_ACCOUNTS_SQL = _ACCOUNTS_SQL.format(profile=_PROFILE_INSERT, agent=_AGENT_INSERT).replace("{{}}", "{}")
+_PROFILES_AND_AGENTS_SQL = (
+    "WITH account AS (SELECT id, display_name FROM iam.user_account WHERE id = ANY(%(ids)s)), profile AS ("
+    + _PROFILE_INSERT + ")" + _AGENT_INSERT).replace("{{}}", "{}")
 
 
 async def insert_accounts(connection: psycopg.AsyncConnection, *, prefix: str, first: int, last: int,
