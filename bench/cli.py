@@ -188,7 +188,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         tenet_result, tenet_cpu = _measure(tool, tenet, database, request, args, script)
         baseline_result, baseline_cpu = _measure(tool, baseline, database, request, args, script)
         # What the runs left in the database, read while it still runs (a write scenario's "nothing lost, nothing
-        # doubled"): the scenario's optional `verify(context)`, reported beside `describe`.
+        # doubled"): the scenario's optional `verify(context)`, reported beside `describe`. The baseline is stopped
+        # first: its pools and Tenet's together can hold every connection the server allows.
+        baseline.stop()
+        baseline = None
         verified = module.verify(context) if hasattr(module, "verify") else {}
     finally:
         for service in (baseline, tenet):
