@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database, make_engine
+from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
@@ -35,6 +34,7 @@ from tenet.kernel.invariants import all_invariants, check
 from tenet.meetings import service as meetings_service
 from tenet.meetings.agenda import attachments, service, storage
 from tenet.meetings.permissions import POINTS
+from tests.support.statemachine import run_machine
 
 PEOPLE = 3
 MA_RULES = [i for i in all_invariants() if i.id.startswith("MA-")]
@@ -305,17 +305,5 @@ class AgendaCommands(RuleBasedStateMachine):
 
 @pytest.mark.invariant("MA-INV-21", "MA-INV-22", "MA-INV-24", "MA-INV-25", "MA-INV-27", "MA-INV-28", "MA-INV-29")
 def test_random_agenda_command_sequences_keep_every_meeting_rule(database_url):
-    loop = asyncio.new_event_loop()
-    engine = make_engine(database_url, pool_size=1, max_overflow=0, application_name="tenet-property")
-    machine = type("Machine", (AgendaCommands,), {"loop": loop, "engine": engine})
-    OUTCOMES.clear()
-    try:
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=8, stateful_step_count=25, deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ))
-    finally:
-        loop.run_until_complete(engine.dispose())
-        loop.close()
-    print("outcomes:", dict(OUTCOMES))
+    run_machine(AgendaCommands, database_url, OUTCOMES, max_examples=8, steps=25)
     assert OUTCOMES["ok"] > 0 and len(OUTCOMES) >= 4, OUTCOMES

@@ -15,13 +15,12 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database, make_engine
+from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
@@ -32,6 +31,7 @@ from tenet.kernel.invariants import all_invariants, check
 from tenet.meetings import attendances, checkin, retention, series, service
 from tenet.meetings.codes import RotatingCodes
 from tests.conftest import TEST_SECRET
+from tests.support.statemachine import run_machine
 
 PEOPLE = 4
 DEVICES = [f"device-{i:04d}" for i in range(3)]
@@ -263,18 +263,6 @@ class MeetingCommands(RuleBasedStateMachine):
 @pytest.mark.invariant("MA-INV-03", "MA-INV-06", "MA-INV-07", "MA-INV-08", "MA-INV-09", "MA-INV-11", "MA-INV-13",
                        "MA-INV-16", "MA-INV-17", "MA-INV-19")
 def test_random_command_sequences_keep_every_meeting_rule(database_url):
-    loop = asyncio.new_event_loop()
-    engine = make_engine(database_url, pool_size=1, max_overflow=0, application_name="tenet-property")
-    machine = type("Machine", (MeetingCommands,), {"loop": loop, "engine": engine})
-    OUTCOMES.clear()
-    try:
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=10, stateful_step_count=25, deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ))
-    finally:
-        loop.run_until_complete(engine.dispose())
-        loop.close()
-    print("outcomes:", dict(OUTCOMES))
+    run_machine(MeetingCommands, database_url, OUTCOMES, max_examples=10, steps=25)
     assert OUTCOMES["ok"] > 0 and OUTCOMES["DEVICE_ALREADY_USED"] + OUTCOMES["CHECK_IN_WINDOW_NOT_OPEN"] > 0, OUTCOMES
     assert len(OUTCOMES) >= 6, OUTCOMES

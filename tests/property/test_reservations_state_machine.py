@@ -19,13 +19,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database, make_engine
+from tenet.db.database import Database
 from tenet.iam.principal import Principal
 from tenet.kernel.errors import DomainError
 from tenet.kernel.http import ExpectedVersion
@@ -36,6 +35,7 @@ from tenet.reservations.cards.contract import SIMULATION_OUTCOMES
 from tenet.reservations.cards.provider import PROVIDER
 from tenet.reservations.permissions import POINTS, Viewer
 from tests.reservations.conftest import confirmable
+from tests.support.statemachine import run_machine
 
 RSV_RULES = [i for i in all_invariants() if i.id.startswith("RSV-")]
 # Every detector's count in one statement (one round trip per step); the kernel's check names the rows when
@@ -346,19 +346,7 @@ class ReservationCommands(RuleBasedStateMachine):
 
 @pytest.mark.invariant(*[f"RSV-INV-{n:02d}" for n in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)])
 def test_random_command_sequences_keep_every_reservation_rule(database_url):
-    loop = asyncio.new_event_loop()
-    engine = make_engine(database_url, pool_size=1, max_overflow=0, application_name="tenet-property")
-    machine = type("Machine", (ReservationCommands,), {"loop": loop, "engine": engine})
-    OUTCOMES.clear()
-    try:
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=40, stateful_step_count=40, deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ))
-    finally:
-        loop.run_until_complete(engine.dispose())
-        loop.close()
-    print("outcomes:", dict(OUTCOMES))
+    run_machine(ReservationCommands, database_url, OUTCOMES, max_examples=40, steps=40)
     assert OUTCOMES["ok"] > 0 and OUTCOMES["replayed"] > 0, OUTCOMES
     # The run drew refusals, not only successes. Which ones a random run draws varies (TASK_BLOCKED needs a
     # confirm on a queue whose earlier task is unfinished); each refusal has its own deterministic test in

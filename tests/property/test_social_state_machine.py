@@ -17,13 +17,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database, make_engine
+from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
@@ -32,6 +31,7 @@ from tenet.kernel.clock import FrozenClock
 from tenet.kernel.errors import DomainError
 from tenet.kernel.invariants import all_invariants, check
 from tenet.social import automations, friends, groups, inbox, items, queries, todos
+from tests.support.statemachine import run_machine
 
 PEOPLE = 5
 LA = "America/Los_Angeles"
@@ -376,17 +376,5 @@ def _oracle(item_id, owner_id, user_id, subs, members) -> int:
 
 @pytest.mark.invariant(*(f"SOC-INV-{n:02d}" for n in range(4, 23)))
 def test_random_command_sequences_keep_every_social_rule(database_url):
-    loop = asyncio.new_event_loop()
-    engine = make_engine(database_url, pool_size=1, max_overflow=0, application_name="tenet-property")
-    machine = type("Machine", (SocialCommands,), {"loop": loop, "engine": engine})
-    OUTCOMES.clear()
-    try:
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=12, stateful_step_count=30, deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ))
-    finally:
-        loop.run_until_complete(engine.dispose())
-        loop.close()
-    print("outcomes:", dict(OUTCOMES))
+    run_machine(SocialCommands, database_url, OUTCOMES, max_examples=12, steps=30)
     assert OUTCOMES["ok"] > 0 and len(OUTCOMES) >= 10, OUTCOMES

@@ -16,13 +16,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database, make_engine
+from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
@@ -32,6 +31,7 @@ from tenet.kernel.errors import DomainError
 from tenet.kernel.invariants import all_invariants, check
 from tenet.workspaces import service
 from tenet.workspaces.permissions import InvitationRole, WorkspaceRole
+from tests.support.statemachine import run_machine
 
 PEOPLE = 4
 OUTSIDER = "Nobody.Registered@Example.com"
@@ -241,19 +241,7 @@ class WorkspaceCommands(RuleBasedStateMachine):
 @pytest.mark.invariant("WS-INV-01", "WS-INV-02", "WS-INV-03", "WS-INV-04", "WS-INV-05", "WS-INV-06", "WS-INV-07",
                        "WS-INV-08", "WS-INV-09")
 def test_random_command_sequences_keep_every_workspace_rule(database_url):
-    loop = asyncio.new_event_loop()
-    engine = make_engine(database_url, pool_size=1, max_overflow=0, application_name="tenet-property")
-    machine = type("Machine", (WorkspaceCommands,), {"loop": loop, "engine": engine})
-    OUTCOMES.clear()
-    try:
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=60, stateful_step_count=50, deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ))
-    finally:
-        loop.run_until_complete(engine.dispose())
-        loop.close()
     # The run must have explored both sides: commands that succeeded and a variety of refusals.
-    print("outcomes:", dict(OUTCOMES))
+    run_machine(WorkspaceCommands, database_url, OUTCOMES, max_examples=60, steps=50)
     assert OUTCOMES["ok"] > 0 and OUTCOMES["LAST_OWNER"] > 0, OUTCOMES
     assert len(OUTCOMES) >= 8, OUTCOMES
