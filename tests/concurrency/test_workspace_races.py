@@ -1,7 +1,8 @@
 """Workspace races on real parallel connections (spec 002 fixture group 3): exactly one winner, a stable
 code for the loser, every WS rule holding afterwards.
 
-The workspace row lock (`service._lock_workspace`) is what serialises the owner count and the write. The
+The workspace row lock (`service._lock_workspace`, in most commands taken by the statement that reads the
+caller's membership) is what serialises the owner count and the write. The
 last-owners test widens the window between them with a small injected delay, so without the lock both
 transactions count before either writes; `test_without_the_lock_*` runs that same timing with the lock
 made a no-op and shows the rule breaking — the proof that the race test can fail and that the lock (not
@@ -61,6 +62,16 @@ async def _workspace_with_owners(db: Database, people: UserFactory, clock, polic
     return workspace.id, owners
 
 
+def _without_the_workspace_lock(monkeypatch) -> None:
+    """The control experiments' service: no workspace row lock, neither alone (`_lock_workspace`) nor in the
+    statement that reads the caller's membership (`_lock_workspace_and_caller`)."""
+    async def no_lock(session, workspace_id):
+        return None
+
+    monkeypatch.setattr(service, "_lock_workspace", no_lock)
+    monkeypatch.setattr(service, "_LOCK_WORKSPACE_AND_CALLER", service._WORKSPACE_AND_CALLER)
+
+
 def _widen_the_owner_count_window(monkeypatch) -> None:
     count = service._count_other_active_owners
 
@@ -106,10 +117,7 @@ class TestLastOwnersLeaving:
         workspace_id, owners = await _workspace_with_owners(committed_db, people, clock, policy, 2)
         _widen_the_owner_count_window(monkeypatch)
 
-        async def no_lock(session, workspace_id):
-            return None
-
-        monkeypatch.setattr(service, "_lock_workspace", no_lock)
+        _without_the_workspace_lock(monkeypatch)
         outcomes = await _both_owners_leave(committed_db, workspace_id, owners, clock.now())
         assert outcomes == ["ok", "ok"]
         assert await _active_owner_count(committed_db, workspace_id) == 0
@@ -252,16 +260,13 @@ class TestConcurrentInvitations:
         async with committed_db.unit_of_work() as session:
             workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
 
-        async def no_lock(session, workspace_id):
-            return None
-
         find = service.iam_service.find_user_by_email
 
         async def slow_find(*args, **kwargs):  # runs after the pending pre-check, before the insert
             await asyncio.sleep(WINDOW)
             return await find(*args, **kwargs)
 
-        monkeypatch.setattr(service, "_lock_workspace", no_lock)
+        _without_the_workspace_lock(monkeypatch)
         monkeypatch.setattr(service.iam_service, "find_user_by_email", slow_find)
 
         async def invite(email: str) -> None:
@@ -272,6 +277,53 @@ class TestConcurrentInvitations:
         outcomes = await asyncio.gather(_outcome(invite("Ada@Example.com")), _outcome(invite("ada@example.com")))
         assert sorted(outcomes) == ["INVITATION_ALREADY_PENDING", "ok"]
         await _ws_rules_hold(committed_db)
+
+
+class TestCallerChangedWhileWaitingForTheLock:
+    """A command reads the caller's membership in the statement that takes the workspace lock. When that
+    statement waits for the lock, READ COMMITTED re-checks only the rows it locks against their latest
+    versions: the membership is locked too, so a removal committed during the wait is seen."""
+
+    async def _removed_while_inviting(self, db: Database, people: UserFactory, clock, policy) -> tuple[str, int]:
+        """An owner removes an admin; the admin's invitation is sent while the removal holds the lock.
+        Answers the invitation's outcome and the PENDING invitations the removed admin made."""
+        workspace_id, (owner, admin) = await _workspace_with_owners(db, people, clock, policy, 2)
+        now = clock.now()
+        async with db.unit_of_work() as session:  # the second owner steps down to admin
+            await service.change_member_role(session, workspace_id=workspace_id, actor_id=owner.id,
+                                             user_id=admin.id, role=WorkspaceRole.ADMIN, now=now)
+
+        async def invite() -> None:
+            async with db.unit_of_work() as session:
+                await service.create_invitation(session, workspace_id=workspace_id, actor_id=admin.id,
+                                                email="late@example.com", role=InvitationRole.MEMBER,
+                                                policy=policy, now=now)
+
+        async with db.unit_of_work() as removal:
+            await service.remove_member(removal, workspace_id=workspace_id, actor_id=owner.id, user_id=admin.id,
+                                        now=now)
+            inviting = asyncio.create_task(_outcome(invite()))
+            await asyncio.sleep(WINDOW)  # the invitation's statement is now waiting for the workspace lock
+            assert not inviting.done()
+        outcome = await inviting
+        async with db.read_only() as session:
+            made = (await session.execute(text(
+                "SELECT count(*) FROM workspace.invitation WHERE invited_by = :admin AND status = 'PENDING'"),
+                {"admin": admin.id})).scalar_one()
+        return outcome, made
+
+    async def test_a_member_removed_during_the_wait_is_refused(self, committed_db, people, clock, policy):
+        outcome, made = await self._removed_while_inviting(committed_db, people, clock, policy)
+        assert (outcome, made) == ("WORKSPACE_NOT_FOUND", 0)
+        await _ws_rules_hold(committed_db)
+
+    async def test_without_the_membership_lock_the_removed_member_still_invites(self, committed_db, people, clock,
+                                                                                 policy, monkeypatch):
+        """The control: the workspace locked alone, the membership row is the one the statement's snapshot
+        had before the wait, and the removed admin's invitation goes through."""
+        monkeypatch.setattr(service, "_LOCK_WORKSPACE_AND_CALLER", service._WORKSPACE_AND_CALLER + " FOR UPDATE OF w")
+        outcome, made = await self._removed_while_inviting(committed_db, people, clock, policy)
+        assert (outcome, made) == ("ok", 1)
 
 
 class TestSweepAgainstRequests:

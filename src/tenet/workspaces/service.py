@@ -1,7 +1,8 @@
 """Workspace commands and queries. Each runs inside the caller's unit of work and never commits.
 
 Serialisation (WS-INV-01, -02, -03, -05, -08, the daily limit): every command that changes the
-memberships or invitations of a workspace first takes `_lock_workspace` — a row lock on the workspace —
+memberships or invitations of a workspace first takes `_lock_workspace` — a row lock on the workspace,
+taken by most commands together with the read of the caller's membership (`_lock_workspace_and_caller`) —
 and only then reads what it decides on (the caller's role, the owner count, the pending invitations,
 today's sends). Two such commands on one workspace therefore run one after the other, and each sees what
 the previous one committed (READ COMMITTED takes a new snapshot per statement). Locks are always taken
@@ -117,7 +118,7 @@ async def _count_other_active_owners(session: AsyncSession, workspace_id: uuid.U
     )).scalar_one()
 
 
-async def _ensure_an_owner_remains(session: AsyncSession, target: Membership) -> None:
+async def _ensure_an_owner_remains(session: AsyncSession, target: Membership | Caller) -> None:
     """WS-INV-01: refuse when `target` is an owner and no other active owner exists."""
     if target.role == WorkspaceRole.OWNER and await _count_other_active_owners(
             session, target.workspace_id, target.user_id) == 0:
@@ -137,15 +138,64 @@ async def _workspace_and_caller(session: AsyncSession, workspace_id: uuid.UUID,
     return (None, None) if row is None else (row[0], row[1])
 
 
+@dataclass(frozen=True, slots=True)
+class CommandWorkspace:
+    """What a command needs of the workspace it locked (not an ORM object: nothing to flush)."""
+
+    id: uuid.UUID
+    name: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The caller's active membership, as the command's lock statement read it."""
+
+    id: uuid.UUID
+    workspace_id: uuid.UUID
+    user_id: uuid.UUID
+    role: str
+
+
+_WORKSPACE_AND_CALLER = """
+    SELECT w.id, w.name, w.status, m.id AS membership_id, m.role
+      FROM workspace.workspace w
+      JOIN workspace.membership m ON m.workspace_id = w.id AND m.user_id = %(user_id)s AND m.status = 'ACTIVE'
+     WHERE w.id = %(workspace_id)s
+"""
+# The lock of `_lock_workspace`, taken by the statement that reads what the command checks. Both rows are
+# locked, so when the statement had to wait for the lock READ COMMITTED re-checks the row pair against
+# their latest committed versions (the caller's membership ended or re-roled meanwhile, the workspace
+# moved to DELETING): a row of another table that is not locked would be seen as the statement's snapshot
+# had it, before the wait. The membership takes a share lock only (it is not written by this statement;
+# inserts of rows referencing it are not blocked).
+_LOCK_WORKSPACE_AND_CALLER = _WORKSPACE_AND_CALLER + "   FOR UPDATE OF w FOR SHARE OF m"
+
+
+async def _lock_workspace_and_caller(session: AsyncSession, workspace_id: uuid.UUID,
+                                     user_id: uuid.UUID) -> tuple[CommandWorkspace, Caller] | None:
+    """`_lock_workspace` and the read of the workspace and the caller's active membership, in one round
+    trip; None (and no lock) when the caller is not an active member of it. A membership the caller gained
+    while this statement waited for the lock is not seen (the command then answers 404, as it would have a
+    moment earlier): only ended or changed rows are re-checked."""
+    row = await (await statements(session)).one(_LOCK_WORKSPACE_AND_CALLER,
+                                                {"workspace_id": workspace_id, "user_id": user_id})
+    if row is None:
+        return None
+    return (CommandWorkspace(id=row["id"], name=row["name"], status=row["status"]),
+            Caller(id=row["membership_id"], workspace_id=row["id"], user_id=user_id, role=row["role"]))
+
+
 async def _command(session: AsyncSession, workspace_id: uuid.UUID, user_id: uuid.UUID, action: Action,
                    *, not_found: type[errors.DomainError] = errors.WorkspaceNotFound
-                   ) -> tuple[Workspace, Membership]:
+                   ) -> tuple[CommandWorkspace, Caller]:
     """Lock the workspace, then check the caller: an active member (else 404) whose role may do `action`
-    (else 403) of a workspace that is ACTIVE (else 409). Answers the workspace and the caller's membership."""
-    await _lock_workspace(session, workspace_id)
-    workspace, caller = await _workspace_and_caller(session, workspace_id, user_id)
-    if workspace is None or workspace.status == "DELETED" or caller is None:
+    (else 403) of a workspace that is ACTIVE (else 409). Answers the workspace and the caller's membership.
+    The lock and the read are one statement (the invite path is hot: bench/invitation_create)."""
+    found = await _lock_workspace_and_caller(session, workspace_id, user_id)
+    if found is None or found[0].status == "DELETED":
         raise not_found()
+    workspace, caller = found
     require(caller.role, action)
     if workspace.status != "ACTIVE":
         raise errors.WorkspaceNotActive(workspace_id=str(workspace_id), workspace_status=workspace.status)
@@ -318,7 +368,7 @@ async def _target_membership(session: AsyncSession, workspace_id: uuid.UUID, use
     return target
 
 
-async def _end_membership(session: AsyncSession, target: Membership, name: str, *,
+async def _end_membership(session: AsyncSession, target: Membership | Caller, name: str, *,
                           actor_id: uuid.UUID | None, now: datetime) -> Membership:
     return await transition(
         session, lifecycles.MEMBERSHIP, name, model=Membership, id=target.id,
@@ -327,7 +377,8 @@ async def _end_membership(session: AsyncSession, target: Membership, name: str, 
     )
 
 
-async def _set_role(session: AsyncSession, target: Membership, role: WorkspaceRole, now: datetime) -> Membership:
+async def _set_role(session: AsyncSession, target: Membership | Caller, role: WorkspaceRole,
+                    now: datetime) -> Membership:
     return await transition(
         session, lifecycles.MEMBERSHIP, "change_role", model=Membership, id=target.id,
         values={"role": role.value, "updated_at": now},
@@ -400,12 +451,12 @@ async def transfer_ownership(session: AsyncSession, *, workspace_id: uuid.UUID, 
     # Promote first: the count below then includes the new owner, whatever the caller's role becomes.
     target = await _set_role(session, target, WorkspaceRole.OWNER, now)
     await _ensure_an_owner_remains(session, caller)
-    caller = await _set_role(session, caller, WorkspaceRole.ADMIN, now)
+    stepped_down = await _set_role(session, caller, WorkspaceRole.ADMIN, now)
     await audit.record(session, action="workspace.ownership.transferred", actor=Actor.user(actor_id),
                        subject=("workspace", workspace_id), scope=_scope(workspace_id), now=now,
                        data={"from_user_id": actor_id, "to_user_id": user_id,
-                             "from_membership_id": caller.id, "to_membership_id": target.id})
-    return caller, target
+                             "from_membership_id": stepped_down.id, "to_membership_id": target.id})
+    return stepped_down, target
 
 
 async def end_memberships_of_deleted_account(session: AsyncSession, *, user_id: uuid.UUID, now: datetime,
@@ -453,7 +504,8 @@ def _one_line(value: str, limit: int = 120) -> str:
     return header_text(value, limit)
 
 
-async def _send_invitation_mail(session: AsyncSession, *, invitation: Invitation, workspace: Workspace,
+async def _send_invitation_mail(session: AsyncSession, *, invitation: Invitation,
+                                workspace: Workspace | CommandWorkspace,
                                 inviter_id: uuid.UUID, inviter_name: str | None, token: str, policy: InvitationPolicy,
                                 now: datetime, reason: str) -> None:
     """Queue the mail in the outbox (same transaction) and count it against the daily limit of the workspace.
@@ -592,7 +644,7 @@ async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, a
 
 
 async def _invitation_command(session: AsyncSession, invitation_id: uuid.UUID,
-                              actor_id: uuid.UUID) -> tuple[Workspace, Invitation]:
+                              actor_id: uuid.UUID) -> tuple[CommandWorkspace, Invitation]:
     """Revoke and resend: find the invitation's workspace, lock it, then check the caller may manage
     invitations of that role. Hidden (404) from anyone who is not a member of its workspace."""
     workspace_id = (await session.execute(
