@@ -14,7 +14,8 @@ must see objects the session added): the session does not know what these statem
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -52,6 +53,21 @@ class Statements:
     async def value(self, sql: str, params: Params = None) -> Any:
         row = await self.one(sql, params)
         return None if row is None else next(iter(row.values()))
+
+    @asynccontextmanager
+    async def pipeline(self) -> AsyncIterator[None]:
+        """Send the statements run inside the block without waiting for each answer; wait once, at its end.
+
+        For the tail of a write: the rows nobody reads back (the entity's insert, its audit row, its outbox
+        mail) cost one round trip instead of one each. PostgreSQL still runs them one after the other, in
+        the transaction. Inside the block `execute` answers -1 (the counts arrive at the end) and an error
+        of any statement is raised when the block ends, as the driver's exception (a UniqueViolation with
+        its constraint name, say); the statements after a failed one are not run, and the transaction is
+        aborted as after any failed statement. Only this handle's statements belong inside: nothing that
+        goes through the session (psycopg's pipeline mode, on the session's own connection).
+        """
+        async with self._connection.pipeline():
+            yield
 
 
 async def statements(session: AsyncSession) -> Statements:

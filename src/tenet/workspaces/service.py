@@ -626,20 +626,25 @@ async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, a
         token_digest=digest(token), invited_by=actor_id, created_at=now, expires_at=now + policy.ttl,
         last_sent_at=now, accepted_at=None, accepted_by=None, revoked_at=None, revoked_by=None, expired_at=None,
     )
-    # The violation is only reachable when the lock is bypassed; the index is the arbiter of WS-INV-03. (A plain
-    # statement: nothing else in this command needs the session to hold the new invitation.)
+    if inviter_name is None:  # read before the pipeline below, which only plain statements may join
+        inviter_name = (await iam_service.get_user(session, actor_id)).display_name
+    # The four rows of an invitation (it, its mail, its send, its audit row) go in one round trip (plain
+    # statements: nothing else in this command needs the session to hold the new invitation). The violation
+    # is only reachable when the lock is bypassed; the index is the arbiter of WS-INV-03.
     try:
-        await sql.execute(_INSERT_INVITATION, {c.key: getattr(invitation, c.key)
-                                               for c in Invitation.__table__.columns})
+        async with sql.pipeline():
+            await sql.execute(_INSERT_INVITATION, {c.key: getattr(invitation, c.key)
+                                                   for c in Invitation.__table__.columns})
+            await _send_invitation_mail(session, invitation=invitation, workspace=workspace, inviter_id=actor_id,
+                                        inviter_name=inviter_name, token=token, policy=policy, now=now,
+                                        reason="invite")
+            await audit.record(session, action="workspace.invitation.created", actor=Actor.user(actor_id),
+                               subject=("invitation", invitation.id), scope=_scope(workspace_id), now=now,
+                               data={"role": role, "expires_at": invitation.expires_at})
     except UniqueViolation as exc:
         if exc.diag.constraint_name == INVITATION_PENDING_INDEX:
             raise errors.InvitationAlreadyPending() from None
         raise
-    await _send_invitation_mail(session, invitation=invitation, workspace=workspace, inviter_id=actor_id,
-                                inviter_name=inviter_name, token=token, policy=policy, now=now, reason="invite")
-    await audit.record(session, action="workspace.invitation.created", actor=Actor.user(actor_id),
-                       subject=("invitation", invitation.id), scope=_scope(workspace_id), now=now,
-                       data={"role": role, "expires_at": invitation.expires_at})
     return invitation, token
 
 
