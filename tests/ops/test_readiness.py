@@ -64,8 +64,33 @@ async def test_a_route_needing_the_database_answers_503_not_500(unreachable, clo
     assert response.json()["code"] == "SERVICE_UNAVAILABLE"
 
 
+async def test_a_pooled_connection_whose_backend_died_is_refused_at_checkout(database_url, engine):
+    """The check without a round trip (`refuse_dead_connection`): a live idle connection passes; once its
+    backend is terminated, the same connection is refused, before any statement is sent on it."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DisconnectionError
+
+    from tenet.db.database import make_engine, refuse_dead_connection
+
+    probe = make_engine(database_url, pool_size=1, application_name="tenet-liveness-test")
+    try:
+        async with probe.connect() as connection:
+            raw = await connection.get_raw_connection()
+            refuse_dead_connection(raw.dbapi_connection, None, None)  # alive: nothing raised
+            async with engine.connect() as admin:
+                killed = (await admin.execute(text(
+                    "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
+                    "WHERE application_name = 'tenet-liveness-test'"))).scalar_one()
+            assert killed == 1
+            with pytest.raises(DisconnectionError):
+                refuse_dead_connection(raw.dbapi_connection, None, None)
+            await connection.invalidate()
+    finally:
+        await probe.dispose()
+
+
 async def test_pool_survives_a_database_restart(database_url, engine):
-    """Pre-ping: connections killed by a server restart are replaced, no service restart needed."""
+    """Connections killed by a server restart are replaced at checkout, no service restart needed."""
     from sqlalchemy import text
 
     from tenet.db.database import make_engine
