@@ -54,3 +54,40 @@ async def test_a_failed_pipeline_leaves_nothing_of_the_unit_of_work(committed_db
         stored = (await session.execute(text("SELECT count(*) FROM kernel.audit_log WHERE subject_id = :s"),
                                         {"s": str(subject)})).scalar_one()
     assert stored == 0
+
+
+async def test_ones_answers_each_first_row_in_order(db):
+    async with db.unit_of_work() as session:
+        sql = await statements(session)
+        assert await sql.ones(("SELECT 1 AS n", None), ("SELECT 2 AS n WHERE false", None),
+                              ("SELECT %(x)s::int AS n", {"x": 3})) == [{"n": 1}, None, {"n": 3}]
+
+
+async def test_ones_runs_a_read_after_the_lock_before_it_was_granted(committed_db, clock):
+    """The statements of one trip run one after the other, each with its own snapshot: a read sent with a
+    lock that had to wait sees what the lock's holder committed meanwhile (what the invite path relies on)."""
+    import asyncio
+
+    bucket = {"bucket": f"test:ones:{uuid.uuid4()}", "at": clock.now()}
+    insert = ("INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at) "
+              "VALUES (%(bucket)s, %(at)s, 1, %(at)s)")
+    lock = "SELECT hits FROM kernel.rate_limit_counter WHERE bucket = %(bucket)s FOR UPDATE"
+    read = "SELECT hits FROM kernel.rate_limit_counter WHERE bucket = %(bucket)s"
+    async with committed_db.unit_of_work() as session:
+        await (await statements(session)).execute(insert, bucket)
+
+    async def waiting_trip() -> list:
+        async with committed_db.unit_of_work() as session:
+            return await (await statements(session)).ones((lock, bucket), (read, bucket))
+
+    async with committed_db.unit_of_work() as holder:
+        held = await statements(holder)
+        await held.execute(lock, bucket)
+        await held.execute("UPDATE kernel.rate_limit_counter SET hits = 2 WHERE bucket = %(bucket)s", bucket)
+        trip = asyncio.create_task(waiting_trip())
+        await asyncio.sleep(0.3)
+        assert not trip.done()  # waiting for the lock
+    assert await trip == [{"hits": 2}, {"hits": 2}]
+    async with committed_db.unit_of_work() as session:
+        await (await statements(session)).execute(
+            "DELETE FROM kernel.rate_limit_counter WHERE bucket = %(bucket)s", bucket)

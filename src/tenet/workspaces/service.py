@@ -37,7 +37,7 @@ from tenet.kernel.outbox import enqueue_email
 from tenet.kernel.pagination import PageParams, keyset_page
 from tenet.kernel.ratelimit import RateLimiter
 from tenet.kernel.settings import KernelSettings, Rate, section
-from tenet.kernel.statements import statements
+from tenet.kernel.statements import Row, statements
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.workspaces import errors, lifecycles
 from tenet.workspaces.events import WorkspaceDeleted
@@ -172,34 +172,35 @@ _WORKSPACE_AND_CALLER = """
 _LOCK_WORKSPACE_AND_CALLER = _WORKSPACE_AND_CALLER + "   FOR UPDATE OF w FOR SHARE OF m"
 
 
-async def _lock_workspace_and_caller(session: AsyncSession, workspace_id: uuid.UUID,
-                                     user_id: uuid.UUID) -> tuple[CommandWorkspace, Caller] | None:
-    """`_lock_workspace` and the read of the workspace and the caller's active membership, in one round
-    trip; None (and no lock) when the caller is not an active member of it. A membership the caller gained
-    while this statement waited for the lock is not seen (the command then answers 404, as it would have a
-    moment earlier): only ended or changed rows are re-checked."""
-    row = await (await statements(session)).one(_LOCK_WORKSPACE_AND_CALLER,
-                                                {"workspace_id": workspace_id, "user_id": user_id})
-    if row is None:
-        return None
-    return (CommandWorkspace(id=row["id"], name=row["name"], status=row["status"]),
-            Caller(id=row["membership_id"], workspace_id=row["id"], user_id=user_id, role=row["role"]))
+def _locking(workspace_id: uuid.UUID, user_id: uuid.UUID) -> tuple[str, dict[str, uuid.UUID]]:
+    """The statement that takes `_lock_workspace` and reads the workspace and the caller's active membership
+    (no row, and no lock, when the caller is not an active member). A membership the caller *gained* while
+    it waited for the lock is not seen (the command then answers 404, as it would have a moment earlier):
+    only ended or changed rows are re-checked."""
+    return _LOCK_WORKSPACE_AND_CALLER, {"workspace_id": workspace_id, "user_id": user_id}
+
+
+def _allowed(row: Row | None, workspace_id: uuid.UUID, user_id: uuid.UUID, action: Action, *,
+             not_found: type[errors.DomainError] = errors.WorkspaceNotFound) -> tuple[CommandWorkspace, Caller]:
+    """The checks of every command, on the row `_locking` read: an active member (else 404) whose role may
+    do `action` (else 403) of a workspace that is ACTIVE (else 409)."""
+    if row is None or row["status"] == "DELETED":
+        raise not_found()
+    workspace = CommandWorkspace(id=row["id"], name=row["name"], status=row["status"])
+    caller = Caller(id=row["membership_id"], workspace_id=row["id"], user_id=user_id, role=row["role"])
+    require(caller.role, action)
+    if workspace.status != "ACTIVE":
+        raise errors.WorkspaceNotActive(workspace_id=str(workspace_id), workspace_status=workspace.status)
+    return workspace, caller
 
 
 async def _command(session: AsyncSession, workspace_id: uuid.UUID, user_id: uuid.UUID, action: Action,
                    *, not_found: type[errors.DomainError] = errors.WorkspaceNotFound
                    ) -> tuple[CommandWorkspace, Caller]:
-    """Lock the workspace, then check the caller: an active member (else 404) whose role may do `action`
-    (else 403) of a workspace that is ACTIVE (else 409). Answers the workspace and the caller's membership.
-    The lock and the read are one statement (the invite path is hot: bench/invitation_create)."""
-    found = await _lock_workspace_and_caller(session, workspace_id, user_id)
-    if found is None or found[0].status == "DELETED":
-        raise not_found()
-    workspace, caller = found
-    require(caller.role, action)
-    if workspace.status != "ACTIVE":
-        raise errors.WorkspaceNotActive(workspace_id=str(workspace_id), workspace_status=workspace.status)
-    return workspace, caller
+    """Lock the workspace and check the caller (`_allowed`), in one statement. Answers the workspace and the
+    caller's membership."""
+    row = await (await statements(session)).one(*_locking(workspace_id, user_id))
+    return _allowed(row, workspace_id, user_id, action, not_found=not_found)
 
 
 def _scope(workspace_id: uuid.UUID) -> tuple[str, uuid.UUID]:
@@ -601,13 +602,16 @@ async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, a
         typed = clean_email(email)
     except InvalidEmail as exc:
         raise errors.InvitationEmailInvalid(str(exc)) from None
-    workspace, caller = await _command(session, workspace_id, actor_id, Action.INVITE)
-    require(caller.role, Action.INVITE, role.value)
     key = normalize_email(typed)
     sql = await statements(session)
-    # Under the lock, in one round trip: a pending invitation of this address, an active member with it, and
-    # the workspace's mails of the last 24 hours (the invite path is hot: see bench/invitation_create).
-    facts = await sql.one(_INVITE_FACTS, {"workspace_id": workspace_id, "key": key, "since": now - SEND_WINDOW})
+    # The invite path is hot (bench/invitation_create): the lock with the caller's membership, then, under the
+    # lock, a pending invitation of this address, an active member with it and the workspace's mails of the
+    # last 24 hours, all in one round trip (the second statement runs once the first holds the lock).
+    found, facts = await sql.ones(
+        _locking(workspace_id, actor_id),
+        (_INVITE_FACTS, {"workspace_id": workspace_id, "key": key, "since": now - SEND_WINDOW}))
+    workspace, caller = _allowed(found, workspace_id, actor_id, Action.INVITE)
+    require(caller.role, Action.INVITE, role.value)
     assert facts is not None
     if facts["pending_id"] is not None:
         # A pending invitation past its time no longer blocks a new one: close it first (WS-INV-04).
