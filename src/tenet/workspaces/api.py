@@ -67,7 +67,7 @@ def _member_read(view: service.MemberView) -> MemberRead:
                       email=view.email, joined_at=m.joined_at)
 
 
-def _invitation_read(invitation: Invitation, now: datetime) -> InvitationRead:
+def _invitation_read(invitation: Invitation | service.NewInvitation, now: datetime) -> InvitationRead:
     return InvitationRead(
         id=invitation.id, workspace_id=invitation.workspace_id, email=invitation.email, role=invitation.role,
         status=service.effective_status(invitation, now), invited_by=invitation.invited_by,
