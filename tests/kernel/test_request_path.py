@@ -17,7 +17,7 @@ from tenet.app import create_app
 from tenet.iam.schemas import MeRead, UserRead
 from tenet.kernel.http import json_response
 from tenet.kernel.pagination import Page
-from tenet.workspaces.schemas import MemberRead, WorkspaceRead
+from tenet.workspaces.schemas import InvitationRead, MemberRead, WorkspaceRead
 from tests.conftest import test_settings
 
 
@@ -68,6 +68,11 @@ SAMPLES = [
     Page[WorkspaceRead](items=[], next_cursor=None),
     WorkspaceRead(id=uuid.uuid4(), name="Ünïcode\u2028line", status="DELETING", role="owner",
                   created_at=datetime(2026, 1, 5, tzinfo=UTC), deletion_requested_at=None),
+    # The one hot write answered pre-serialised (POST /workspaces/{id}/invitations).
+    InvitationRead(id=uuid.uuid4(), workspace_id=uuid.uuid4(), email="Zoë.Ünïcode+tag@exämple.com", role="member",
+                   status="PENDING", invited_by=uuid.uuid4(), created_at=datetime(2026, 1, 5, 9, 0, 0, 1, tzinfo=UTC),
+                   expires_at=datetime(2026, 1, 12, 9, tzinfo=UTC), last_sent_at=datetime(2026, 1, 5, 9, tzinfo=UTC),
+                   accepted_at=None, accepted_by=None, revoked_at=None, expired_at=None),
 ]
 
 
