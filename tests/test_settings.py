@@ -92,6 +92,27 @@ def test_a_weak_key_in_the_environment_stops_the_command_without_showing_it(tmp_
     assert weak not in output and len(output.splitlines()) == 1
 
 
+@pytest.mark.parametrize("url", ["mysql://root:hunter2-secret@127.0.0.1/test", "sqlite:///tenet.db", "localhost/db"])
+def test_a_database_url_that_is_not_postgresql_stops_the_command_in_one_line(url, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support.live import service_env
+
+    env = service_env(DATABASE_URL=url, TENET_DATA_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-m", "tenet", "migrate"], env=env, capture_output=True, text=True,
+                            timeout=60)
+    output = (result.stdout + result.stderr).strip()
+    assert result.returncode == 2, output
+    assert output.startswith("tenet: invalid setting DATABASE_URL: DATABASE_URL must be a PostgreSQL URL")
+    assert "hunter2" not in output and len(output.splitlines()) == 1
+
+
+@pytest.mark.parametrize("url", ["postgresql://u@h/db", "postgres://u@h/db", "postgresql+psycopg://u@h/db"])
+def test_every_postgresql_url_form_is_accepted(url):
+    assert Settings(_env_file=None, database_url=url).database_url == url
+
+
 def test_a_shared_database_without_a_secret_key_refuses_to_sign(tmp_path):
     """Issue 6.9: with DATABASE_URL every process of a fleet must share TENET_SECRET_KEY; generating one per
     machine would make tokens fail across the load balancer."""

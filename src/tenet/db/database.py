@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from tenet.kernel.reads import BoundReads, PooledReads, Reads
+from tenet.kernel.settings import POSTGRESQL_URL_PREFIXES
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,7 @@ def after_commit(session: AsyncSession, callback: AfterCommit) -> None:
 
 def async_url(url: str) -> str:
     """SQLAlchemy URL for psycopg 3 from any `postgresql://` form a user may give."""
-    for prefix in ("postgresql+psycopg://", "postgresql+asyncpg://", "postgresql+psycopg2://",
-                   "postgresql://", "postgres://"):
+    for prefix in POSTGRESQL_URL_PREFIXES:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix):]
     raise ValueError(f"DATABASE_URL must be a PostgreSQL URL, got {url.split(':', 1)[0]}://...")

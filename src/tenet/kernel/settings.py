@@ -63,6 +63,10 @@ def _to_rate(value: Any) -> Rate:
 RateSetting = Annotated[Rate, NoDecode, BeforeValidator(_to_rate)]
 
 
+# The DATABASE_URL forms Tenet accepts (tenet.db.database.async_url maps each to psycopg's).
+POSTGRESQL_URL_PREFIXES = ("postgresql://", "postgres://", "postgresql+psycopg://", "postgresql+asyncpg://",
+                           "postgresql+psycopg2://")
+
 def env(*names: str) -> AliasChoices:
     """The environment variable(s) of a field (the contract's names, upper case). Code and tests may also pass
     the field by its Python name (`populate_by_name`); the environment may not (see SECTION_CONFIG)."""
@@ -152,6 +156,19 @@ class KernelSettings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return normalize_forwarded_allow_ips(value)
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgresql(cls, value: str | None) -> str | None:
+        # Checked here, so every command stops with one line (status 2) instead of a traceback where the
+        # URL is first used. The forms tenet.db.database.async_url turns into psycopg's.
+        if value is None or not value.strip():
+            return None
+        if not value.startswith(POSTGRESQL_URL_PREFIXES):
+            scheme = value.split(":", 1)[0] if ":" in value else "no scheme"
+            raise ValueError(f"DATABASE_URL must be a PostgreSQL URL (postgresql://user:password@host/db), "
+                             f"not {scheme[:20]}")
+        return value
 
     @field_validator("default_timezone")
     @classmethod
