@@ -197,7 +197,10 @@ def live_server(live_database_url: str, tmp_path_factory):
     from tests.support.live import LiveServer, service_env
 
     data_dir = tmp_path_factory.mktemp("live")
-    server = LiveServer(env=service_env(DATABASE_URL=live_database_url, TENET_DATA_DIR=str(data_dir)),
+    # Tokens live for the whole run: `live_admin_token` is signed once per session, and on a slow machine the
+    # run outlasts the default 15 minutes (the fuzz modules that ran last then met 401s in their setup).
+    server = LiveServer(env=service_env(DATABASE_URL=live_database_url, TENET_DATA_DIR=str(data_dir),
+                                        TENET_ACCESS_TOKEN_TTL_SECONDS="86400"),
                         log_path=data_dir / "server.log", workers=2).start()
     try:
         yield server.wait_ready()
