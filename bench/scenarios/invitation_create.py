@@ -2,12 +2,14 @@
 
 What Tenet does for it (src/tenet/workspaces/api.py create_invitation, service.py create_invitation): verify
 the JWT (cached) and load the principal (`USER_PRINCIPAL_SQL`, read path); take a slot of the sender's
-invitation limit (one autocommit statement, `ratelimit._COUNT_UNDER_LIMIT`); then, in one transaction: lock the
-workspace row (`FOR UPDATE`), load the workspace with the caller's active membership (one join), read in one
-statement whether the address has a pending invitation or belongs to a member and how many mails the
-workspace sent in 24 hours (`service._INVITE_FACTS`); insert the invitation, the outbox mail, the
-invitation_send row and the audit row; COMMIT. The baseline runs the same statements (imported from Tenet's
-modules where Tenet writes them as SQL) in one transaction, with the same values.
+invitation limit (one autocommit statement, `ratelimit._COUNT_UNDER_LIMIT`); then, in one transaction: in one
+round trip (a psycopg pipeline, `Statements.ones`), BEGIN, the statement that locks the workspace and reads it
+with the caller's membership (`service._LOCK_WORKSPACE_AND_CALLER`) and the one that reads whether the address
+has a pending invitation or belongs to a member and how many mails the workspace sent in 24 hours
+(`service._INVITE_FACTS`); then in a second round trip (`Statements.pipeline`) the invitation, the outbox
+mail, the invitation_send row and the audit row; COMMIT. The baseline runs the same statements, imported from
+Tenet's modules, with the same values and in the same round trips (the same two pipelines), in one
+transaction: so the ratio measures what Tenet's layers cost, not how many round trips either side makes.
 
 Each request invites `<wrk run>-t<thread>-<n>@bench.example` (the run label keeps the warm-up, the
 measured run and the other side apart), so none is refused as already pending. The requests take turns
@@ -27,19 +29,18 @@ from typing import Any
 
 import httpx
 from psycopg import AsyncCursor
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from bench.loading import create_workspace, register_users, sign_in
 from bench.scenario import BaselineAnswer, BaselineRequest, Request
-from bench.scenarios._sql import PRINCIPAL_SQL, columns, json_time, principal_params
+from bench.scenarios._sql import PRINCIPAL_SQL, json_time, principal_params
 from tenet.iam.tokens import digest, new_secret
 from tenet.kernel.audit import _INSERT as _AUDIT_INSERT
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, normalize_email
 from tenet.kernel.outbox import _ENQUEUE
 from tenet.kernel.ratelimit import _COUNT_UNDER_LIMIT
-from tenet.kernel.transitions import _lock_sql
-from tenet.workspaces.models import Membership, Workspace
-from tenet.workspaces.service import _INSERT_INVITATION, _INSERT_SEND, _INVITE_FACTS
+from tenet.workspaces.service import _INSERT_INVITATION, _INSERT_SEND, _INVITE_FACTS, _LOCK_WORKSPACE_AND_CALLER
 
 DESCRIPTION = "POST /api/v1/workspaces/{id}/invitations, a new email each time, over 64 workspaces of one owner"
 WORKSPACES = 64  # twice the default --concurrency
@@ -52,16 +53,6 @@ SERVICE_ENV = {
     "TENET_INVITATION_SENDER_LIMIT": "1000000000/24hour",
     "TENET_WORKSPACE_CREATION_LIMIT": "1000000000/24hour",
 }
-
-# Tenet's statements, taken from its modules where it writes them as SQL (so the two cannot drift); the one
-# join the ORM builds (the workspace and the caller's membership) is written out as it reaches PostgreSQL.
-WORKSPACE_AND_CALLER_SQL = (
-    f"SELECT {columns(Workspace)}, {columns(Membership)} FROM workspace.workspace "
-    "LEFT OUTER JOIN workspace.membership ON workspace.membership.workspace_id = workspace.workspace.id "
-    "AND workspace.membership.user_id = %(user_id)s::UUID AND workspace.membership.status = %(status)s::VARCHAR "
-    "WHERE workspace.workspace.id = %(workspace_id)s::UUID")
-LOCK_SQL = _lock_sql("workspace.workspace", "id", "update", False)
-
 
 @dataclass(frozen=True)
 class Context:
@@ -131,12 +122,15 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
     await _one(cursor, PRINCIPAL_SQL, config["principal"])
     await cursor.execute(_COUNT_UNDER_LIMIT, {"buckets": [f"invitation-send:user:{user_id}"], "start": now,
                                               "expires": now + window, "limit": 1_000_000_000})
-    await _one(cursor, LOCK_SQL, {"ids": [workspace_id]})
-    row = await _one(cursor, WORKSPACE_AND_CALLER_SQL, {"workspace_id": workspace_id, "user_id": user_id,
-                                                         "status": "ACTIVE"})
+    connection = cursor.connection
+    async with connection.pipeline():  # BEGIN, the lock with the caller's membership, the facts: one round trip
+        found = connection.cursor(row_factory=dict_row)
+        await found.execute(_LOCK_WORKSPACE_AND_CALLER, {"workspace_id": workspace_id, "user_id": user_id})
+        await cursor.execute(_INVITE_FACTS, {"workspace_id": workspace_id, "key": key, "since": now - window})
+    row, facts = await found.fetchone(), await cursor.fetchone()
+    await found.close()
     if row is None:
         return BaselineAnswer(404, {"code": "WORKSPACE_NOT_FOUND"})
-    facts = await _one(cursor, _INVITE_FACTS, {"workspace_id": workspace_id, "key": key, "since": now - window})
     assert facts is not None
     if facts["pending_id"] is not None:
         return BaselineAnswer(409, {"code": "INVITATION_ALREADY_PENDING"})
@@ -151,22 +145,23 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
         "last_sent_at": now, "accepted_at": None, "accepted_by": None, "revoked_at": None, "revoked_by": None,
         "expired_at": None,
     }
-    await cursor.execute(_INSERT_INVITATION, invitation)
     body = (f"Hello,\n\n{config['inviter_name']} invited you to join the workspace \"{row['name']}\" on "
             f"Tenet as a {role}.\n\nAccept the invitation (sign in with this email address):\n"
             f"http://127.0.0.1:8000/invitations/accept?token={token}\n\nOr enter this invitation code in Tenet: "
             f"{token}\n\nThe invitation expires on {invitation['expires_at']:%Y-%m-%d %H:%M} UTC. "
             "If you did not expect it, you can ignore this mail.\n")
     subject = f"{config['inviter_name']} invited you to {row['name']} on Tenet"
-    await cursor.execute(_ENQUEUE, {"id": uuid.uuid4(), "kind": "workspace.invitation", "to": email,
-                                    "subject": subject, "body": body, "now": now})
-    await cursor.execute(_INSERT_SEND, {"workspace_id": workspace_id, "invitation_id": invitation["id"],
-                                        "sent_at": now, "reason": "invite"})
-    await cursor.execute(_AUDIT_INSERT, {
-        "occurred_at": now, "action": "workspace.invitation.created", "actor_type": "user", "actor_id": str(user_id),
-        "subject_type": "invitation", "subject_id": str(invitation["id"]), "scope_type": "workspace",
-        "scope_id": str(workspace_id), "request_id": uuid.uuid4().hex,
-        "data": Jsonb({"role": role, "expires_at": invitation["expires_at"].isoformat()})})
+    async with connection.pipeline():  # the four rows: one round trip
+        await cursor.execute(_INSERT_INVITATION, invitation)
+        await cursor.execute(_ENQUEUE, {"id": uuid.uuid4(), "kind": "workspace.invitation", "to": email,
+                                        "subject": subject, "body": body, "now": now})
+        await cursor.execute(_INSERT_SEND, {"workspace_id": workspace_id, "invitation_id": invitation["id"],
+                                            "sent_at": now, "reason": "invite"})
+        await cursor.execute(_AUDIT_INSERT, {
+            "occurred_at": now, "action": "workspace.invitation.created", "actor_type": "user",
+            "actor_id": str(user_id), "subject_type": "invitation", "subject_id": str(invitation["id"]),
+            "scope_type": "workspace", "scope_id": str(workspace_id), "request_id": uuid.uuid4().hex,
+            "data": Jsonb({"role": role, "expires_at": invitation["expires_at"].isoformat()})})
 
     answer = {name: invitation[name] for name in ("id", "workspace_id", "email", "role", "status", "invited_by")}
     times = {name: json_time(invitation[name]) for name in ("created_at", "expires_at", "last_sent_at")}
