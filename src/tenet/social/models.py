@@ -48,6 +48,8 @@ INBOX_TERMINAL_TRIGGER = "inbox_messages_terminal_is_final"
 RUN_TERMINAL_TRIGGER = "automation_runs_terminal_is_final"
 GROUP_CREATOR_TRIGGERS = ("group_has_one_creator", "group_member_keeps_creator")
 INBOX_ACCEPT_TRIGGER = "inbox_accept_has_effect"
+OWNER_NOT_SUBSCRIBED_TRIGGER = "schedule_subscriptions_owner_not_subscribed"
+OWNER_FIXED_TRIGGER = "schedule_items_owner_is_fixed"
 
 CANONICAL_PERMISSIONS = ('["view"]', '["view", "invite"]', '["view", "edit"]', '["view", "invite", "edit"]')
 _PERMISSION_SQL = ", ".join(f"'{p}'::jsonb" for p in CANONICAL_PERMISSIONS)
