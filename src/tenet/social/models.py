@@ -300,7 +300,9 @@ class ScheduleSubscription(Base):
         CheckConstraint("subject_type = 'user' OR status <> 'pending'", name="group_never_pending"),
         CheckConstraint("version > 0", name="version_positive"),
         UniqueConstraint("item_id", "subscriber_id"),
-        Index("ix_schedule_subscriptions_subscriber_id_status", "subscriber_id", "status",
+        # The schedule window's two look-ups (a user's own subscriptions, its groups'), index-only: subject_type
+        # is in the key, so neither visits the heap (docs/decisions.md, "Social at scale").
+        Index("ix_schedule_subscriptions_subscriber_id_subject_type_status", "subscriber_id", "subject_type", "status",
               postgresql_include=["item_id", "permission"]),
         Index("ix_schedule_subscriptions_item_id_status", "item_id", "status"),
         Index("ix_schedule_subscriptions_subscriber_user_id", "subscriber_user_id",
