@@ -1,7 +1,8 @@
 """social_schedule_window: social_reads' third path alone, to isolate it: the items of this week's window, owned
 and subscribed directly or through groups, with the caller's permission on each (SOC-INV-13) in the same
 statement (`SCHEDULE_WINDOW_SQL`: owned branch on ix_schedule_items_owner_id_start_at, subscribed branches on
-ix_schedule_subscriptions_subscriber_id_status and ix_group_members_user_id_status, each item by primary key).
+ix_schedule_subscriptions_subscriber_id_subject_type_status (index-only) and ix_group_members_user_id_status,
+each item by primary key).
 
 Same data, accounts, rotation over 64 tokens and baseline as social_reads (bench/scenarios/_social.py); only the
 path is fixed.

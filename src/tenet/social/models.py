@@ -48,6 +48,8 @@ INBOX_TERMINAL_TRIGGER = "inbox_messages_terminal_is_final"
 RUN_TERMINAL_TRIGGER = "automation_runs_terminal_is_final"
 GROUP_CREATOR_TRIGGERS = ("group_has_one_creator", "group_member_keeps_creator")
 INBOX_ACCEPT_TRIGGER = "inbox_accept_has_effect"
+OWNER_NOT_SUBSCRIBED_TRIGGER = "schedule_subscriptions_owner_not_subscribed"
+OWNER_FIXED_TRIGGER = "schedule_items_owner_is_fixed"
 
 CANONICAL_PERMISSIONS = ('["view"]', '["view", "invite"]', '["view", "edit"]', '["view", "invite", "edit"]')
 _PERMISSION_SQL = ", ".join(f"'{p}'::jsonb" for p in CANONICAL_PERMISSIONS)
@@ -298,7 +300,9 @@ class ScheduleSubscription(Base):
         CheckConstraint("subject_type = 'user' OR status <> 'pending'", name="group_never_pending"),
         CheckConstraint("version > 0", name="version_positive"),
         UniqueConstraint("item_id", "subscriber_id"),
-        Index("ix_schedule_subscriptions_subscriber_id_status", "subscriber_id", "status",
+        # The schedule window's two look-ups (a user's own subscriptions, its groups'), index-only: subject_type
+        # is in the key, so neither visits the heap (docs/decisions.md, "Social at scale").
+        Index("ix_schedule_subscriptions_subscriber_id_subject_type_status", "subscriber_id", "subject_type", "status",
               postgresql_include=["item_id", "permission"]),
         Index("ix_schedule_subscriptions_item_id_status", "item_id", "status"),
         Index("ix_schedule_subscriptions_subscriber_user_id", "subscriber_user_id",
