@@ -36,6 +36,10 @@ from tenet.meetings.agenda import attachments, service, storage
 from tenet.meetings.permissions import POINTS
 from tests.support.statemachine import run_machine
 
+# Long by design (tens of command sequences against a real database, each checked by every detector): about
+# 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
+pytestmark = pytest.mark.timeout(900)
+
 PEOPLE = 3
 MA_RULES = [i for i in all_invariants() if i.id.startswith("MA-")]
 INDEX = st.integers(min_value=0, max_value=63)

@@ -33,6 +33,10 @@ from tenet.meetings.codes import RotatingCodes
 from tests.conftest import TEST_SECRET
 from tests.support.statemachine import run_machine
 
+# Long by design (tens of command sequences against a real database, each checked by every detector): about
+# 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
+pytestmark = pytest.mark.timeout(900)
+
 PEOPLE = 4
 DEVICES = [f"device-{i:04d}" for i in range(3)]
 GUESTS = [("Ann", "ann@example.com"), ("Bob", None), ("ANN", "Ann@Example.com")]

@@ -37,6 +37,10 @@ from tenet.reservations.permissions import POINTS, Viewer
 from tests.reservations.conftest import confirmable
 from tests.support.statemachine import run_machine
 
+# Long by design (tens of command sequences against a real database, each checked by every detector): about
+# 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
+pytestmark = pytest.mark.timeout(900)
+
 RSV_RULES = [i for i in all_invariants() if i.id.startswith("RSV-")]
 # Every detector's count in one statement (one round trip per step); the kernel's check names the rows when
 # one of them is not zero.

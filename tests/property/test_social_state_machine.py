@@ -33,6 +33,10 @@ from tenet.kernel.invariants import all_invariants, check
 from tenet.social import automations, friends, groups, inbox, items, queries, todos
 from tests.support.statemachine import run_machine
 
+# Long by design (tens of command sequences against a real database, each checked by every detector): about
+# 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
+pytestmark = pytest.mark.timeout(900)
+
 PEOPLE = 5
 LA = "America/Los_Angeles"
 MEMBERS = "SELECT user_id FROM social.group_members WHERE group_id = :k AND status <> 'removed' ORDER BY id"

@@ -33,6 +33,10 @@ from tenet.workspaces import service
 from tenet.workspaces.permissions import InvitationRole, WorkspaceRole
 from tests.support.statemachine import run_machine
 
+# Long by design (tens of command sequences against a real database, each checked by every detector): about
+# 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
+pytestmark = pytest.mark.timeout(900)
+
 PEOPLE = 4
 OUTSIDER = "Nobody.Registered@Example.com"
 POLICY = service.InvitationPolicy(ttl=timedelta(days=7), daily_limit=6, public_base_url="http://tenet.test")

@@ -175,6 +175,16 @@ class TestAdapterContractErrors:
         assert [i["adapter_error_code"] for i in answer["items"]] == ["PARENT_CYCLE", "PARENT_CYCLE"]
         await rsv_invariants_hold(db)
 
+    @pytest.mark.invariant("RSV-INV-06")
+    async def test_a_cycle_that_appears_once_the_first_is_failed(self, rsv, world, db):
+        """Found by the reservation state machine (a 500, KeyError): two items of event 1 both name event 1 as
+        their parent. The first is its own parent (a cycle) and fails; the second then becomes the first of
+        event 1, so its own parent: a cycle too, not a parent that was never placed."""
+        raw = body("H1", [item(cn="C0", event=2), item(cn="C1", event=1, parent=1), item(cn="C1", event=1, parent=1)])
+        answer = await rsv.ingest_ok(world.ingest1, raw)
+        assert [i["adapter_error_code"] for i in answer["items"]] == [None, "PARENT_CYCLE", "PARENT_CYCLE"]
+        await rsv_invariants_hold(db)
+
 
 class TestMapping:
     @pytest.mark.invariant("RSV-INV-13")

@@ -313,9 +313,13 @@ async def ingest(db: AsyncSession | Executor, prepared: Prepared, *, principal: 
 
     items = list(prepared.items)
     processing, parent_of, cyclic = _processing_order(items)
-    for position in cyclic:
-        items[position] = items[position].failed(ContractError("PARENT_CYCLE"))
-    processing, parent_of, _ = _processing_order(items)
+    # Failing the items of a cycle can make another item the first of its event index, and so the parent of a
+    # cycle of its own (two items of one event index naming it as their parent): repeat until none is left.
+    # Each round fails at least one item, so this ends.
+    while cyclic:
+        for position in cyclic:
+            items[position] = items[position].failed(ContractError("PARENT_CYCLE"))
+        processing, parent_of, cyclic = _processing_order(items)
     earlier = await _earlier_parents(run, prepared, batch_id, (
         item.parent_source_event_index for position, item in enumerate(items)
         if item.parent_source_event_index is not None and not item.is_error and position not in parent_of))
