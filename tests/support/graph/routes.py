@@ -181,9 +181,11 @@ async def _faulted(ctx: Ctx, route: str, mailbox_id: str | None, handler: Handle
     state = ctx.emulator.state
     method = ctx.request.method
     with state.lock:
-        delay = state.latency_for(route, mailbox_id, method)
+        delay, gates = state.latency_for(route, mailbox_id, method)
     if delay:
         await asyncio.sleep(delay)
+    for gate in gates:
+        await asyncio.to_thread(gate.wait)
     with state.lock:
         fault = state.take_fault(route, mailbox_id, method)
     if fault is not None:

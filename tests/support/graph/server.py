@@ -77,6 +77,29 @@ def _app() -> Starlette:
     ])
 
 
+def serve_in_thread(app: Any, certfile: str, name: str) -> tuple[uvicorn.Server, threading.Thread, int]:
+    """Serve an ASGI app over TLS on 127.0.0.1 at a free port from a daemon thread; returns once it listens."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, ssl_certfile=certfile, log_level="error", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), name=name, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError(f"{name} did not start")
+        time.sleep(0.01)
+    return server, thread, port
+
+
+def stop_thread(server: uvicorn.Server, thread: threading.Thread) -> None:
+    server.should_exit = True
+    thread.join(10)
+
+
 class GraphEmulator:
     """See the package docstring. `start()` once (a session fixture does), `reset()` between tests."""
 
@@ -139,30 +162,17 @@ class GraphEmulator:
                 "GRAPH_BASE_URL": self.base_url, "GRAPH_CA_BUNDLE": self.ca_bundle}
 
     def start(self) -> GraphEmulator:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, ssl_certfile=self._server_pem, log_level="warning", access_log=False,
-                                lifespan="off", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._server.serve(sockets=[sock])),  # type: ignore[union-attr]
-                                        name="graph-emulator", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the Graph emulator did not start")
-            time.sleep(0.01)
+        self._server, self._thread, self.port = serve_in_thread(self.app, self._server_pem, "graph-emulator")
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(10)
+        self.clear_faults()
+        if self._server is not None and self._thread is not None:
+            stop_thread(self._server, self._thread)
 
     def reset(self) -> None:
         """A fresh tenant, app registration, mailboxes, log...: what a new test expects. The server keeps running."""
+        self.clear_faults()  # releases held requests of the previous test
         self.state = State()
         self.transport = Transport(self.ca_bundle)
 
@@ -223,9 +233,24 @@ class GraphEmulator:
             self.state.latencies.append(rule)
         return rule
 
+    def hold(self, *, route: str | None = None, mailbox: Mailbox | None = None, method: str | None = None,
+             times: int | None = None) -> Latency:
+        """Matching requests wait, in flight, until `.release()` of the returned rule (stage races and the
+        concurrency limit without timing); see `in_flight`."""
+        rule = Latency(0.0, route, mailbox.id if mailbox else None, method, times, gate=threading.Event())
+        with self.state.lock:
+            self.state.latencies.append(rule)
+        return rule
+
+    def in_flight(self, mailbox: Mailbox) -> int:
+        """Requests of the mailbox being served right now (what the concurrency limit counts)."""
+        return self.state.in_flight_for(mailbox.id)
+
     def clear_faults(self) -> None:
         with self.state.lock:
             self.state.faults.clear()
+            for rule in self.state.latencies:
+                rule.release()
             self.state.latencies.clear()
 
     def revoke_tokens(self) -> None:

@@ -35,11 +35,19 @@ class Fault:
 
 @dataclass
 class Latency:
+    """Seconds added to matching requests, or with `gate`: matching requests wait (in flight, counted against the
+    mailbox's concurrency) until the test sets the gate, so a race can be staged without timing."""
+
     seconds: float
     route: str | None = None
     mailbox: str | None = None
     method: str | None = None
     times: int | None = None
+    gate: threading.Event | None = None
+
+    def release(self) -> None:
+        if self.gate is not None:
+            self.gate.set()
 
     def matches(self, route: str, mailbox: str | None, method: str) -> bool:
         return _rule_matches(self, route, mailbox, method)
@@ -165,11 +173,17 @@ class State:
                 return fault
         return None
 
-    def latency_for(self, route: str, mailbox: str | None, method: str) -> float:
-        total = 0.0
+    def latency_for(self, route: str, mailbox: str | None, method: str) -> tuple[float, list[threading.Event]]:
+        total, gates = 0.0, []
         for rule in self.latencies:
             if rule.matches(route, mailbox, method):
                 if rule.times is not None:
                     rule.times -= 1
                 total += rule.seconds
-        return total
+                if rule.gate is not None:
+                    gates.append(rule.gate)
+        return total, gates
+
+    def in_flight_for(self, mailbox_id: str) -> int:
+        with self.lock:
+            return self.in_flight.get(mailbox_id, 0)
