@@ -206,3 +206,345 @@ async def test_rest_ids_change_when_an_event_moves_and_immutable_ids_do_not(grap
     assert as_rest.json()["id"] == mailbox.id_of(event, immutable=False) != rest_before
     assert [r.immutable_id for r in graph.requests()] == [False, True, False]
     assert len(graph.requests_without_immutable_id()) == 2
+
+
+# ---- calendarView delta ------------------------------------------------------------------------------------------
+
+def _by_id(items: list[dict]) -> dict[str, dict]:
+    return {i["id"]: i for i in items}
+
+
+async def test_delta_pages_to_a_delta_link_then_reports_changes_and_removals(graph):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    kept = mailbox.create_event("Kept", "2026-01-05T09:00", "2026-01-05T10:00")
+    leaving = mailbox.create_event("Leaving", "2026-01-06T09:00", "2026-01-06T10:00")
+    deleted = mailbox.create_event("Deleted", "2026-01-07T09:00", "2026-01-07T10:00")
+    master = mailbox.create_series("Series", "2026-01-05T12:00", "2026-01-05T13:00", pattern={"type": "daily"},
+                                   count=3)
+    async with graph_client(graph, odata_maxpagesize="2") as client:
+        first, delta_link, pages = await all_pages(client, f"{graph.base_url}/users/{mailbox.upn}/calendarView/delta",
+                                                   **WINDOW)
+        assert pages == 3 and len(first) == 6 and "$deltatoken=" in delta_link
+        occurrences = [i for i in first if i["type"] == "occurrence"]
+        assert len(occurrences) == 3 and all(set(i) == {"@odata.type", "id", "type", "seriesMasterId", "start", "end"}
+                                             for i in occurrences)
+        assert not any(i["type"] == "seriesMaster" for i in first) and _by_id(first)[mailbox.id_of(kept)]["subject"]
+        mailbox.update_event(kept, subject="Kept, renamed")
+        mailbox.update_event(leaving, start="2026-06-01T09:00", end="2026-06-01T10:00")
+        mailbox.delete_event(deleted)
+        new = mailbox.create_event("New", "2026-01-08T09:00", "2026-01-08T10:00")
+        outside = mailbox.create_event("Outside", "2027-01-08T09:00", "2027-01-08T10:00")
+        exception = mailbox.edit_occurrence(master, datetime(2026, 1, 6, 12, tzinfo=LA), subject="Changed")
+        second, delta_link, _ = await all_pages(client, delta_link)
+        third, _, _ = await all_pages(client, delta_link)
+    changes = _by_id(second)
+    assert changes[mailbox.id_of(kept)]["subject"] == "Kept, renamed"
+    assert changes[mailbox.id_of(new)]["subject"] == "New"
+    assert changes[mailbox.id_of(exception)]["type"] == "exception" and changes[mailbox.id_of(exception)]["subject"]
+    for gone in (leaving, deleted, outside):  # left the window, deleted, made outside it: all `@removed` deleted
+        assert changes[mailbox.id_of(gone)]["@removed"] == {"reason": "deleted"}
+    assert len(second) == 6 and third == []
+
+
+async def test_an_occurrence_deleted_silently_shows_only_through_instances(graph):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    master = mailbox.create_series("Series", "2026-01-05T12:00", "2026-01-05T13:00", pattern={"type": "daily"},
+                                   count=3)
+    victim = mailbox.occurrence(master, datetime(2026, 1, 6, 12, tzinfo=LA))
+    delta = f"{graph.base_url}/users/{mailbox.id}/calendarView/delta"
+    async with graph_client(graph) as client:
+        _, delta_link, _ = await all_pages(client, delta, **WINDOW)
+        mailbox.delete_occurrence(master, victim.original_start)
+        after, _, _ = await all_pages(client, delta_link)
+        instances, _, _ = await all_pages(
+            client, f"{graph.base_url}/users/{mailbox.id}/events/{mailbox.id_of(master)}/instances", **WINDOW)
+        gone = await client.get(f"{graph.base_url}/users/{mailbox.id}/events/{mailbox.id_of(victim)}")
+    assert after == []
+    assert len(instances) == 2 and mailbox.id_of(victim) not in _by_id(instances)
+    assert gone.status_code == 404
+
+
+async def test_a_change_of_the_master_alone_is_not_in_delta(graph):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    master = mailbox.create_series("Series", "2026-01-05T12:00", "2026-01-05T13:00", pattern={"type": "daily"},
+                                   count=3)
+    async with graph_client(graph) as client:
+        _, delta_link, _ = await all_pages(client, f"{graph.base_url}/users/{mailbox.id}/calendarView/delta",
+                                           **WINDOW)
+        mailbox.update_event(master, subject="Renamed", location="Room 2")
+        after, _, _ = await all_pages(client, delta_link)
+        read = await client.get(f"{graph.base_url}/users/{mailbox.id}/events/{mailbox.id_of(master)}")
+    assert after == [] and read.json()["subject"] == "Renamed"
+    assert read.json()["location"]["displayName"] == "Room 2"
+
+
+@pytest.mark.parametrize("code", ["SyncStateNotFound", "syncStateNotFound"])
+async def test_a_reset_answers_410_with_the_initial_query_in_location(graph, code):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    mailbox.create_event("One", "2026-01-05T09:00", "2026-01-05T10:00")
+    async with graph_client(graph) as client:
+        _, delta_link, _ = await all_pages(client, f"{graph.base_url}/users/{mailbox.id}/calendarView/delta",
+                                           **WINDOW)
+        graph.reset_delta(mailbox, code=code)
+        refused = await client.get(delta_link)
+        again, _, _ = await all_pages(client, refused.headers["Location"])
+    assert refused.status_code == 410 and refused.json()["error"]["code"] == code
+    query = parse_qs(urlparse(refused.headers["Location"]).query, keep_blank_values=True)
+    assert query == {"startDateTime": ["2026-01-01T00:00:00Z"], "endDateTime": ["2026-04-01T00:00:00Z"],
+                     "$deltatoken": [""]}
+    assert [i["subject"] for i in again] == ["One"]
+
+
+async def test_skip_tokens_can_expire_mid_round(graph):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    for n in range(3):
+        mailbox.create_event(f"E{n}", f"2026-01-0{n + 5}T09:00", f"2026-01-0{n + 5}T10:00")
+    async with graph_client(graph, odata_maxpagesize="1") as client:
+        first = await client.get(f"{graph.base_url}/users/{mailbox.id}/calendarView/delta", params=WINDOW)
+        graph.expire_skip_tokens(mailbox)
+        refused = await client.get(first.json()["@odata.nextLink"])
+    assert first.headers["Preference-Applied"].endswith("odata.maxpagesize=1")
+    assert refused.status_code == 410 and refused.json()["error"]["code"] == "SyncStateNotFound"
+
+
+async def test_replays_and_duplicates(graph):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    event = mailbox.create_event("One", "2026-01-05T09:00", "2026-01-05T10:00")
+    delta = f"{graph.base_url}/users/{mailbox.id}/calendarView/delta"
+    async with graph_client(graph) as client:
+        _, link, _ = await all_pages(client, delta, **WINDOW)
+        mailbox.update_event(event, subject="Two")
+        changed, link, _ = await all_pages(client, link)
+        graph.replay_next_delta_round(mailbox)
+        replayed, link, _ = await all_pages(client, link)
+        mailbox.delta_duplicates = True
+        mailbox.update_event(event, subject="Three")
+        doubled, _, _ = await all_pages(client, link)
+    assert [i["subject"] for i in changed] == ["Two"] and [i["subject"] for i in replayed] == ["Two"]
+    assert [i["subject"] for i in doubled] == ["Three", "Three"]
+
+
+async def test_a_mailbox_of_ten_thousand_events_syncs_in_pages(graph):
+    mailbox = graph.add_mailbox("big@contoso.com")
+    mailbox.fill(10_000, start=datetime(2026, 1, 1, tzinfo=UTC), spacing=timedelta(minutes=10))
+    async with graph_client(graph, odata_maxpagesize="1000") as client:
+        items, link, pages = await all_pages(client, f"{graph.base_url}/users/{mailbox.id}/calendarView/delta",
+                                             **WINDOW)
+        mailbox.update_event(next(iter(mailbox.events.values())), subject="Changed")
+        changed, _, _ = await all_pages(client, link)
+    assert len(items) == 10_000 and len({i["id"] for i in items}) == 10_000 and pages == 10
+    assert [i["subject"] for i in changed] == ["Changed"]
+    assert len(graph.requests(route="delta")) == 11
+
+
+# ---- limits and faults -------------------------------------------------------------------------------------------
+
+async def test_more_than_four_concurrent_requests_on_a_mailbox_get_429_mailbox_concurrency(graph):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    held = graph.hold(mailbox=mailbox, route="events")
+    url = f"{graph.base_url}/users/{mailbox.id}/events"
+    async with graph_client(graph) as client:
+        first_four = [asyncio.create_task(client.get(url)) for _ in range(4)]
+        while graph.in_flight(mailbox) < 4:
+            await asyncio.sleep(0.01)
+        over = await asyncio.gather(client.get(url), client.get(url))
+        held.release()
+        served = await asyncio.gather(*first_four)
+    assert [r.status_code for r in over] == [429, 429] and [r.status_code for r in served] == [200] * 4
+    assert over[0].json()["error"]["code"] == "ApplicationThrottled"
+    assert over[0].json()["error"]["message"] == "Application is over its MailboxConcurrency limit."
+    assert over[0].headers["Retry-After"] == "1" and graph.peak_concurrency(mailbox) == 4
+
+
+async def test_throttling_and_unavailability_carry_retry_after_then_pass(graph):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    graph.throttle(mailbox, retry_after=7, route="delta")
+    graph.unavailable(mailbox, retry_after=3, route="delta")
+    url = f"{graph.base_url}/users/{mailbox.id}/calendarView/delta"
+    async with graph_client(graph) as client:
+        answers = [await client.get(url, params=WINDOW) for _ in range(3)]
+    assert [(r.status_code, r.headers.get("Retry-After")) for r in answers] == [(429, "7"), (503, "3"), (200, None)]
+
+
+async def test_a_denied_mailbox_and_an_unknown_one(graph):
+    mailbox = graph.add_mailbox("denied@contoso.com")
+    graph.deny(mailbox)
+    async with graph_client(graph) as client:
+        user = await client.get(f"{graph.base_url}/users/denied@contoso.com")
+        events = await client.get(f"{graph.base_url}/users/denied@contoso.com/events", params={"$top": "1"})
+        unknown_user = await client.get(f"{graph.base_url}/users/nobody@contoso.com")
+        unknown_events = await client.get(f"{graph.base_url}/users/nobody@contoso.com/events")
+    assert user.status_code == 200 and user.json()["id"] == mailbox.id  # the directory is not what RBAC guards
+    assert events.status_code == 403
+    assert events.json()["error"]["code"] == "ErrorAccessDenied"
+    assert events.json()["error"]["message"] == "Access to OData is disabled."
+    assert events.json()["error"]["innerError"]["request-id"] == events.headers["request-id"]
+    assert unknown_user.status_code == 404 and unknown_user.json()["error"]["code"] == "Request_ResourceNotFound"
+    assert unknown_events.status_code == 404 and unknown_events.json()["error"]["code"] == "ErrorInvalidUser"
+
+
+async def test_writes_to_a_mailbox_are_refused_and_logged(graph):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    event = mailbox.create_event("One", "2026-01-05T09:00", "2026-01-05T10:00")
+    async with graph_client(graph) as client:
+        await client.get(f"{graph.base_url}/users/{mailbox.id}/events")
+        assert graph.writes_to_events() == []
+        patch = await client.patch(f"{graph.base_url}/users/{mailbox.id}/events/{mailbox.id_of(event)}",
+                                   json={"subject": "x"})
+        cancel = await client.post(f"{graph.base_url}/users/{mailbox.id}/events/{mailbox.id_of(event)}/cancel")
+    assert patch.status_code == 403 and cancel.status_code == 403
+    assert [(r.method, r.status) for r in graph.writes_to_events()] == [("PATCH", 403), ("POST", 403)]
+
+
+# ---- subscriptions ------------------------------------------------------------------------------------------------
+
+async def test_a_subscription_is_validated_renewed_reauthorized_and_deleted(graph, receiver):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    async with graph_client(graph) as client:
+        made = await client.post(f"{graph.base_url}/subscriptions", json=subscription_body(graph, receiver, mailbox))
+        assert made.status_code == 201, made.text
+        sid = made.json()["id"]
+        url = f"{graph.base_url}/subscriptions/{sid}"
+        renewed = await client.patch(url, json={
+            "expirationDateTime": (datetime.now(UTC) + timedelta(minutes=60)).isoformat()})
+        no_lifecycle_change = await client.patch(url, json={"lifecycleNotificationUrl": f"{receiver.url}/other"})
+        reauthorized = await client.post(f"{url}/reauthorize")
+        listed = await client.get(f"{graph.base_url}/subscriptions")
+        deleted = await client.delete(url)
+        gone = await client.patch(url, json={"expirationDateTime": datetime.now(UTC).isoformat()})
+    tokens = [token for path, _body, token in receiver.posts]
+    assert [p for p, _b, _t in receiver.posts] == ["/notifications", "/lifecycle"]
+    assert all(t.startswith("Validation: Testing client application reachability") for t in tokens)
+    assert made.json()["resource"] == f"/users/{mailbox.id}/events"
+    assert made.json()["clientState"] == "the-client-state"
+    assert renewed.status_code == 200 and no_lifecycle_change.status_code == 400
+    assert reauthorized.status_code == 204 and [s["id"] for s in listed.json()["value"]] == [sid]
+    assert deleted.status_code == 204 and gone.status_code == 404
+
+
+@pytest.mark.parametrize(("override", "code"), [
+    ({"expirationDateTime": (datetime.now(UTC) + timedelta(minutes=10081)).isoformat()}, "ExtensionError"),
+    ({"clientState": "x" * 129}, "InvalidRequest"),
+    ({"notificationUrl": "http://127.0.0.1:1/plain-http"}, "InvalidRequest"),
+    ({"resource": "/me/events"}, "InvalidRequest"),
+])
+async def test_a_subscription_outside_the_documented_limits_is_refused(graph, receiver, override, code):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    async with graph_client(graph) as client:
+        refused = await client.post(f"{graph.base_url}/subscriptions",
+                                    json=subscription_body(graph, receiver, mailbox, **override))
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == code
+    assert graph.subscriptions() == []
+
+
+async def test_a_short_lifetime_is_raised_to_45_minutes_and_a_longer_one_can_expire(graph, receiver):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    soon = datetime.now(UTC) + timedelta(minutes=5)
+    async with graph_client(graph) as client:
+        made = await client.post(f"{graph.base_url}/subscriptions",
+                                 json=subscription_body(graph, receiver, mailbox, expirationDateTime=soon.isoformat()))
+        graph.state.advance(timedelta(minutes=46))
+        expired = await client.get(f"{graph.base_url}/subscriptions/{made.json()['id']}")
+    expiry = datetime.fromisoformat(made.json()["expirationDateTime"])
+    assert expiry - soon >= timedelta(minutes=39) and expired.status_code == 404
+
+
+@pytest.mark.parametrize("mode", ["wrong", "hang"])
+async def test_an_endpoint_that_does_not_echo_the_token_in_time_fails_validation(graph, receiver, mode):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    receiver.mode = mode
+    graph.settings.validation_timeout = 0.5
+    async with graph_client(graph) as client:
+        refused = await client.post(f"{graph.base_url}/subscriptions",
+                                    json=subscription_body(graph, receiver, mailbox))
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "ValidationError"
+    assert graph.subscriptions() == []
+
+
+async def test_a_denied_mailbox_cannot_be_subscribed(graph, receiver):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    graph.deny(mailbox)
+    async with graph_client(graph) as client:
+        refused = await client.post(f"{graph.base_url}/subscriptions",
+                                    json=subscription_body(graph, receiver, mailbox))
+    assert refused.status_code == 403 and "Access to OData is disabled" in refused.json()["error"]["message"]
+    assert receiver.posts == []
+
+
+# ---- notifications -------------------------------------------------------------------------------------------------
+
+async def _subscribe(graph, client, receiver, mailbox, **overrides) -> str:
+    made = await client.post(f"{graph.base_url}/subscriptions",
+                             json=subscription_body(graph, receiver, mailbox, **overrides))
+    assert made.status_code == 201, made.text
+    return made.json()["id"]
+
+
+async def test_notifications_are_batched_duplicated_reordered_and_some_spoilt(graph, receiver):
+    first, second = graph.add_mailbox("a@contoso.com"), graph.add_mailbox("b@contoso.com")
+    async with graph_client(graph) as client:
+        sid_a = await _subscribe(graph, client, receiver, first)
+        sid_b = await _subscribe(graph, client, receiver, second, clientState="other-state")
+    a = first.create_event("A", "2026-01-05T09:00", "2026-01-05T10:00")
+    first.update_event(a, subject="A2")
+    b = second.create_event("B", "2026-01-05T09:00", "2026-01-05T10:00")
+    deliveries = await graph.deliver_notifications(duplicate=True, out_of_order=True, wrong_client_state=[0])
+    assert [d.status for d in deliveries] == [202] and graph.pending_notifications() == 0
+    (batch,) = receiver.notifications("/notifications")
+    assert [(n["subscriptionId"], n["changeType"]) for n in batch] == [
+        (sid_b, "created"), (sid_b, "created"), (sid_a, "updated"), (sid_a, "updated"), (sid_a, "created"),
+        (sid_a, "created")]
+    assert [n["clientState"] for n in batch][:2] == ["not-the-subscription-client-state", "other-state"]
+    item = batch[-1]
+    assert item["resource"] == f"Users/{first.id}/Events/{first.id_of(a)}" == item["resourceData"]["@odata.id"]
+    assert item["resourceData"]["id"] == first.id_of(a) and item["resourceData"]["@odata.type"] == \
+        "#Microsoft.Graph.Event"
+    assert item["tenantId"] == graph.tenant_id and item["subscriptionExpirationDateTime"].endswith("Z")
+    assert batch[0]["resourceData"]["id"] == second.id_of(b)
+
+
+async def test_lifecycle_notifications_are_batched_and_take_effect(graph, receiver):
+    mailbox = graph.add_mailbox("room@contoso.com")
+    async with graph_client(graph) as client:
+        sid = await _subscribe(graph, client, receiver, mailbox)
+        other = await _subscribe(graph, client, receiver, mailbox)
+        subscription, removed = (next(s for s in graph.subscriptions() if s.id == i) for i in (sid, other))
+        mailbox.create_event("Lost", "2026-01-05T09:00", "2026-01-05T10:00")
+        await graph.send_lifecycle((subscription, "reauthorizationRequired"), (subscription, "missed"),
+                                   (removed, "subscriptionRemoved"))
+        assert subscription.reauthorization_required and graph.pending_notifications() == 1  # `other`'s only
+        assert (await client.post(f"{graph.base_url}/subscriptions/{sid}/reauthorize")).status_code == 204
+        renew_removed = await client.patch(f"{graph.base_url}/subscriptions/{other}",
+                                           json={"expirationDateTime": datetime.now(UTC).isoformat()})
+    (batch,) = receiver.notifications("/lifecycle")
+    assert [(n["subscriptionId"], n["lifecycleEvent"]) for n in batch] == [
+        (sid, "reauthorizationRequired"), (sid, "missed"), (other, "subscriptionRemoved")]
+    assert set(batch[0]) == {"subscriptionId", "subscriptionExpirationDateTime", "tenantId", "clientState",
+                             "lifecycleEvent"}
+    assert not subscription.reauthorization_required and renew_removed.status_code == 404
+
+
+async def test_a_mounted_app_gets_the_call_backs_and_notifications_in_process(graph):
+    received: list[dict] = []
+
+    async def webhook(request: Request) -> Response:
+        if "validationToken" in request.query_params:
+            return PlainTextResponse(request.query_params["validationToken"])
+        received.append(await request.json())
+        return Response(status_code=202)
+
+    app = Starlette(routes=[Route("/hooks/{kind}", webhook, methods=["POST"])])
+    mailbox = graph.add_mailbox("room@contoso.com")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://tenet.test") as hooks:
+        graph.mount("https://tenet.test", hooks)
+        async with graph_client(graph) as client:
+            made = await client.post(f"{graph.base_url}/subscriptions", json={
+                "changeType": "created,updated,deleted", "notificationUrl": "https://tenet.test/hooks/n",
+                "lifecycleNotificationUrl": "https://tenet.test/hooks/l", "resource": f"users/{mailbox.upn}/events",
+                "expirationDateTime": (datetime.now(UTC) + timedelta(days=2)).isoformat(), "clientState": "s"})
+        event = mailbox.create_event("One", "2026-01-05T09:00", "2026-01-05T10:00")
+        mailbox.delete_event(event)
+        await graph.deliver_notifications()
+    assert made.status_code == 201, made.text
+    assert [[n["changeType"] for n in batch["value"]] for batch in received] == [["created", "deleted"]]
+    assert received[0]["value"][0]["resourceData"]["id"] == mailbox.id_of(event)

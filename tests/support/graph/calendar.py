@@ -9,6 +9,7 @@ Pacific Standard Time stays at 09:00 local across a DST change, as Exchange does
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import struct
 from dataclasses import dataclass, field
@@ -41,13 +42,13 @@ def zone_info(name: str | None) -> ZoneInfo | None:
 
 def graph_datetime(instant: datetime, zone: ZoneInfo) -> str:
     """Graph's dateTimeTimeZone.dateTime: local wall time, seven fractional digits, no offset."""
-    return instant.astimezone(zone).replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f") + "0"
+    return instant.astimezone(zone).replace(tzinfo=None).isoformat(timespec="microseconds") + "0"
 
 
 def graph_timestamp(instant: datetime) -> str:
     """A DateTimeOffset as Graph writes it (createdDateTime, originalStart...): UTC with a Z."""
-    text = instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".")
-    return text + "Z"
+    text = instant.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
+    return text.rstrip("0").rstrip(".") + "Z"
 
 
 def _b64(raw: bytes) -> str:
@@ -150,7 +151,7 @@ class Event:
 
     @property
     def change_key(self) -> str:
-        return _b64(hashlib.sha256(self.key + struct.pack(">I", self.version)).digest()[:16])
+        return _change_key(self.key, self.version)
 
     def touch(self, now: datetime, seq: int) -> None:
         self.version += 1
@@ -189,6 +190,11 @@ class Event:
     def occurs_at(self, original_start: datetime) -> bool:
         """Whether the pattern has an occurrence starting at this instant (deleted or not)."""
         return original_start in self.original_starts(original_start, original_start + timedelta(seconds=1))
+
+
+@functools.lru_cache(maxsize=65536)
+def _change_key(key: bytes, version: int) -> str:
+    return _b64(hashlib.sha256(key + struct.pack(">I", version)).digest()[:16])
 
 
 def recurrence_rule(recurrence: dict[str, Any], first_local: datetime) -> rrule.rrule:

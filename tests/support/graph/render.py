@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from tests.support.graph.calendar import Event, Instance, graph_datetime, graph_timestamp
@@ -73,7 +72,7 @@ def event_json(mailbox: Mailbox, item: Item, view: View) -> dict[str, Any]:
         else None,
         "showAs": "busy", "type": item.type if isinstance(item, Instance)
         else ("seriesMaster" if master.is_series else "singleInstance"),
-        "webLink": f"https://outlook.office365.com/owa/?itemid={quote(event_id, safe='')}&exvsurl=1"
+        "webLink": f"https://outlook.office365.com/owa/?itemid={event_id.replace('=', '%3D')}&exvsurl=1"
                    "&path=/calendar/item",
         "onlineMeetingUrl": None, "isOnlineMeeting": master.online_meeting_url is not None,
         "onlineMeetingProvider": "teamsForBusiness" if master.online_meeting_url else "unknown",
