@@ -345,8 +345,7 @@ async def test_more_than_four_concurrent_requests_on_a_mailbox_get_429_mailbox_c
     url = f"{graph.base_url}/users/{mailbox.id}/events"
     async with graph_client(graph) as client:
         first_four = [asyncio.create_task(client.get(url)) for _ in range(4)]
-        while graph.in_flight(mailbox) < 4:
-            await asyncio.sleep(0.01)
+        await graph.wait_in_flight(mailbox, 4)
         over = await asyncio.gather(client.get(url), client.get(url))
         held.release()
         served = await asyncio.gather(*first_four)

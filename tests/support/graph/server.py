@@ -246,6 +246,17 @@ class GraphEmulator:
         """Requests of the mailbox being served right now (what the concurrency limit counts)."""
         return self.state.in_flight_for(mailbox.id)
 
+    async def wait_in_flight(self, mailbox: Mailbox, count: int, *, within: float = 10.0) -> None:
+        """Return once `count` requests of the mailbox are being served (e.g. held by `hold`)."""
+        await asyncio.to_thread(self._wait_in_flight, mailbox, count, within)
+
+    def _wait_in_flight(self, mailbox: Mailbox, count: int, within: float) -> None:
+        deadline = time.monotonic() + within
+        while self.in_flight(mailbox) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.in_flight(mailbox)} of {count} requests in flight")
+            time.sleep(0.005)
+
     def clear_faults(self) -> None:
         with self.state.lock:
             self.state.faults.clear()
