@@ -223,3 +223,18 @@ def live_admin_token(live_server, live_database_url: str) -> str:
                           data={"grant_type": "password", "username": email, "password": password})
     response.raise_for_status()
     return response.json()["access_token"]
+
+
+@pytest.fixture(scope="session")
+def graph_emulator_server(tmp_path_factory):
+    """The Microsoft Graph emulator's HTTPS server (tests/support/graph), started once per worker."""
+    from tests.support.graph import running_emulator
+
+    yield from running_emulator(tmp_path_factory.mktemp("graph"))
+
+
+@pytest.fixture
+def graph(graph_emulator_server):
+    """The Graph emulator, reset for this test (a new tenant, app, mailboxes, log): see tests/support/graph."""
+    graph_emulator_server.reset()
+    return graph_emulator_server
