@@ -162,6 +162,17 @@ class ReservationCommands(RuleBasedStateMachine):
 
         return self.run(go())
 
+    def own_key(self, task_id: int) -> str:
+        """The confirmation number the task's order is keyed by, or a key no other order holds."""
+        async def go() -> str | None:
+            async with self.db.read_only() as session:
+                return (await session.execute(text(
+                    "SELECT o.order_business_key FROM reservation.workflow_reservation_task k "
+                    "JOIN reservation.workflow_reservation_order o ON o.hotel_id = k.hotel_id AND o.id = k.order_id "
+                    "WHERE k.id = :id AND o.order_key_type = 'CONFIRMATION_NUMBER'"), {"id": task_id})).scalar()
+
+        return self.run(go()) or f"CNF-OWN-{task_id}"
+
     def version(self, current: int, stale: bool) -> ExpectedVersion:
         return ExpectedVersion(current - 1 if stale and current > 1 else current + 1 if stale else current,
                                from_header=True)
@@ -244,6 +255,11 @@ class ReservationCommands(RuleBasedStateMachine):
         prefill, _ = validation.prefill(PROVIDER.definition(facts["task_card_type"]), facts["ai_payload_json"])
         payload = confirmable({"card": {"task_card_type": facts["task_card_type"], "prefill": prefill}},
                               opera_simulation_outcome=outcome)
+        # The key the task's own order holds (or one of its own): `confirmable`'s shared default key is active
+        # in one order at most, so most confirms elsewhere were refused ORDER_KEY_ALREADY_ACTIVE and a run
+        # could end without one task reaching COMPLETED (seen once in a full run).
+        if "confirmation_number" in payload and "group_code" not in payload:
+            payload["confirmation_number"] = self.own_key(task_id)
         if self.command(lambda s: service.confirm_task(s, task_id=task_id, payload=payload,
                                                        want=self.version(facts["version"], False), viewer=AGENT,
                                                        now=self.now)) is not False:
