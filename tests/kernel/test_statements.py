@@ -91,3 +91,16 @@ async def test_ones_runs_a_read_after_the_lock_before_it_was_granted(committed_d
     async with committed_db.unit_of_work() as session:
         await (await statements(session)).execute(
             "DELETE FROM kernel.rate_limit_counter WHERE bucket = %(bucket)s", bucket)
+
+
+def test_the_read_path_and_a_unit_of_works_statements_are_both_runners():
+    """Query functions take a `Runner`: both handles must keep its three methods with one signature."""
+    import inspect
+
+    from tenet.kernel.reads import PooledReads, Runner
+    from tenet.kernel.statements import Statements
+
+    for name in ("all", "one", "value"):
+        wanted = inspect.signature(getattr(Runner, name))
+        for handle in (PooledReads, Statements):
+            assert inspect.signature(getattr(handle, name)).parameters.keys() == wanted.parameters.keys(), (handle, name)

@@ -42,6 +42,18 @@ Row = dict[str, Any]
 Params = Mapping[str, Any] | None
 
 
+class Runner(Protocol):
+    """Runs a statement and answers its rows: the read path (`Reads`) and a unit of work's statements
+    (`kernel.statements.Statements`) both are one. A query function takes a Runner first, so a command
+    re-reads its answer through the same function its GET uses, inside its own transaction."""
+
+    async def all(self, sql: str, params: Params = None) -> list[Row]: ...
+
+    async def one(self, sql: str, params: Params = None) -> Row | None: ...
+
+    async def value(self, sql: str, params: Params = None) -> Any: ...
+
+
 class Reads(Protocol):
     """What a read handler may do: run a statement and take its rows."""
 
