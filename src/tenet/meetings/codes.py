@@ -24,7 +24,7 @@ from tenet.meetings import errors
 
 MODES = ("online", "offline")
 CHECK_IN_PATH = "/meetingattendance/check-in/"
-_CODE = re.compile(r"^v1\.(\d{1,12})\.([A-Za-z0-9_-]{22})$")
+_CODE = re.compile(r"^v1\.(\d{1,12})\.([A-Za-z0-9_-]{22})\Z")
 
 
 def check_in_url(base_url: str, meeting_id: str, mode: str) -> str:

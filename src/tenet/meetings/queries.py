@@ -21,13 +21,13 @@ from tenet.meetings import codes, errors, times
 from tenet.meetings.models import MEETING_ID_PATTERN
 from tenet.meetings.permissions import MANAGER_ROLES, TABLE, Action, Identity
 
-_MEETING_ID = re.compile(MEETING_ID_PATTERN)
+_MEETING_ID = re.compile(MEETING_ID_PATTERN)  # the CHECK's pattern, so matched whole: `re`'s `$` passes a final "\n"
 BASE = API_PREFIX + "/meeting-attendance"
 
 
 def valid_meeting_id(meeting_id: str) -> str:
     """A malformed id answers 404 without a query (MA-INV-01)."""
-    if not _MEETING_ID.match(meeting_id):
+    if not _MEETING_ID.fullmatch(meeting_id):
         raise errors.MeetingNotFound()
     return meeting_id
 
