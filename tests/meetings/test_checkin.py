@@ -244,6 +244,26 @@ class TestGuests:
         clock.advance(timedelta(minutes=1))
         assert (await ma.guest_check_in(meeting["id"], name="C")).status_code == 201
 
+    async def test_a_missing_or_deleted_meeting_writes_no_rate_limit_row(self, ma, meeting, manager, clock, db):
+        """Issue 24 item 8: an anonymous caller naming made-up meeting ids must not write a row per id."""
+        clock.set(_start(meeting))
+        await ma.call("DELETE", f"/meetings/{meeting['id']}", manager)
+        for meeting_id in ["0" * 32, "1" * 16, meeting["id"]]:
+            response = await ma.guest_check_in(meeting_id)
+            assert (response.status_code, code(response)) == (404, "MEETING_NOT_FOUND")
+        assert await _count(db, "SELECT count(*) FROM kernel.rate_limit_counter "
+                                "WHERE bucket LIKE 'ma.guest-checkin:%'") == 0
+        assert await _scans(db, meeting["id"]) == []
+
+    async def test_a_meeting_not_open_for_check_in_still_counts(self, ma, manager, app, clock, db):
+        """Its refusals are recorded (MA-INV-11): the limit is what bounds those anonymous rows."""
+        app.state.settings = app.state.settings.model_copy(update={"guest_checkin_limit": Rate.parse("2/minute")})
+        meeting = await ma.create_ok(manager)
+        for _ in range(2):
+            assert code(await ma.guest_check_in(meeting["id"])) == "CHECK_IN_WINDOW_NOT_OPEN"
+        assert code(await ma.guest_check_in(meeting["id"])) == "GUEST_CHECKIN_LIMIT_REACHED"
+        assert await _scans(db, meeting["id"]) == [("REFUSED", "CHECK_IN_WINDOW_NOT_OPEN")] * 2
+
     async def test_the_public_view_shows_no_private_fields(self, ma, manager, clock):
         meeting = await ma.create_ok(manager, description="Secret", online_link="https://meet.example/x")
         public = await ma.call("GET", f"/public/meetings/{meeting['id']}", None)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import ColumnElement, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -31,7 +31,7 @@ from tenet.kernel.emails import InvalidEmail, clean_email, normalize_email
 from tenet.kernel.errors import DomainError, ValidationFailed
 from tenet.meetings import errors, times
 from tenet.meetings.codes import RotatingCodes
-from tenet.meetings.models import CHECKIN_MEETING_ACTIVE, CHECKIN_WINDOW
+from tenet.meetings.models import CHECKIN_MEETING_ACTIVE, CHECKIN_WINDOW, Meeting
 
 LIVE = ("PRESENT", "LATE")
 
@@ -234,6 +234,11 @@ class _Request:
                 "user_id": self.user_id, "guest_id": guest_id or self.guest_id, "attendance_id": attendance_id,
                 "device_id": self.device_id, "client_address": self.client_address, "outcome": outcome,
                 "reason": reason, "code_step": self.code_step if outcome == "ACCEPTED" else None}
+
+
+def meeting_exists(meeting_id: str) -> ColumnElement[bool]:
+    """The condition the guest limiter counts under: the meeting exists (not DELETED)."""
+    return select(Meeting.id).where(Meeting.id == meeting_id, Meeting.status != "DELETED").exists()
 
 
 async def _refuse(session: AsyncSession, request: _Request, error: DomainError) -> DomainError:

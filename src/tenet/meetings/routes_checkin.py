@@ -76,10 +76,15 @@ async def guest_check_in(meeting_id: str, body: GuestCheckInRequest, session: Se
         recorded_address = None
     rate = section(request.app.state.settings, MeetingSettings).guest_checkin_limit
     # Its own short transaction, before the check-in's unit of work uses a connection: the count persists
-    # whatever the check-in answers, and the request never holds two pooled connections.
-    await request.app.state.rate_limiter.consume(
+    # whatever the check-in answers, and the request never holds two pooled connections. Only a meeting that
+    # exists is counted (in the same statement): made-up ids write nothing. One that is not open still counts,
+    # as each of its refusals writes a scan (MA-INV-11) and the limit is what bounds them.
+    counted = await request.app.state.rate_limiter.consume(
         f"ma.guest-checkin:{meeting_id}:{address}", rate, now, "guest check-ins",
-        error=lambda retry_after: errors.GuestCheckInLimitReached(retry_after_seconds=retry_after))
+        error=lambda retry_after: errors.GuestCheckInLimitReached(retry_after_seconds=retry_after),
+        only_if=checkin.meeting_exists(meeting_id))
+    if counted is None:
+        raise errors.MeetingNotFound()
     outcome = await checkin.check_in_guest(
         session, meeting_id=meeting_id, guest=guest, mode=body.mode.value, device_id=body.device_id, code=body.code,
         now=now, client_address=recorded_address, codes=rotating_codes(request))
