@@ -68,10 +68,15 @@ def _rate_limited(what: str) -> LimitError:
 
 
 # One statement on an autocommit connection (tenet.kernel.reads): the counter rows are locked only while
-# it runs, so concurrent attempts on one bucket do not queue behind a transaction's round trips.
+# it runs, so concurrent attempts on one bucket do not queue behind a transaction's round trips. A bucket
+# already at its limit stops the whole attempt: counting the others anyway wrote a row per made-up name and
+# spent a victim account's slots from an address that was itself refused.
 _COUNT_UNDER_LIMIT = """
     INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at)
     SELECT bucket, %(start)s, 1, %(expires)s FROM unnest(%(buckets)s::text[]) AS bucket
+     WHERE NOT EXISTS (SELECT 1 FROM kernel.rate_limit_counter c
+                        WHERE c.bucket = ANY(%(buckets)s::text[]) AND c.window_start = %(start)s
+                          AND c.hits >= %(limit)s)
     ON CONFLICT (bucket, window_start) DO UPDATE SET hits = kernel.rate_limit_counter.hits + 1
      WHERE kernel.rate_limit_counter.hits < %(limit)s
     RETURNING bucket
