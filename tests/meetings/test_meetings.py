@@ -168,6 +168,32 @@ class TestVisibility:
         codes_for_attendee = await ma.call("GET", f"/meetings/{meeting['id']}/qrcode", employee)
         assert (codes_for_attendee.status_code, code(codes_for_attendee)) == (403, "MEETING_ACTION_FORBIDDEN")
 
+    async def test_a_walk_in_sees_the_restricted_view(self, ma, manager, employee, users, clock, app):
+        """Issue 24 item 10: the agenda's rule (an external attendee, a signed-in walk-in, gets the restricted
+        view) for the meeting itself: what the public check-in page shows, and their own attendance."""
+        meeting = await ma.create_ok(manager, description="Board only", online_link="https://meet.example/secret",
+                                     required_attendee_ids=[str(employee.id)], location="Room 1")
+        clock.set(datetime.fromisoformat(meeting["start_time"]))
+        walk_in = await users.make()
+        assert (await ma.check_in(walk_in, meeting["id"])).status_code == 201
+        await ma.call("POST", f"/meetings/{meeting['id']}/cancel", manager, json={"reason": "Reorganisation"})
+        seen = await ma.get(walk_in, meeting["id"])
+        assert seen.status_code == 200
+        public = (await ma.call("GET", f"/public/meetings/{meeting['id']}", None)).json()
+        assert seen.json() == {**public, "view": "restricted", "my_identity": "external",
+                               "my_attendance": seen.json()["my_attendance"]}
+        assert seen.json()["my_attendance"]["status"] == "PRESENT" and seen.json()["location"] == "Room 1"
+        for private in ("Board only", "meet.example", "Reorganisation", "Mina", str(manager.id)):
+            assert private not in seen.text
+        listed = (await ma.call("GET", "/meetings", walk_in)).json()["items"]
+        assert [(m["id"], m["organizer_id"], m["my_identity"]) for m in listed] == [(meeting["id"], None, "external")]
+        attendee = (await ma.get(employee, meeting["id"])).json()
+        assert attendee["description"] == "Board only" and attendee["organizer"]["display_name"] == "Mina Manager"
+        assert "view" not in attendee
+        answers = app.openapi()["paths"]["/api/v1/meeting-attendance/meetings/{meeting_id}"]["get"]["responses"]
+        assert {ref["$ref"].rsplit("/", 1)[1] for ref in answers["200"]["content"]["application/json"]["schema"][
+            "anyOf"]} == {"MeetingRead", "MeetingExternalRead"}
+
     @pytest.mark.invariant("MA-INV-01")
     async def test_a_malformed_id_is_404(self, ma, manager):
         for meeting_id in ("1001", "x" * 33, "../etc", "%2e%2e"):

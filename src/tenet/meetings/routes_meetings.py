@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Query, Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,6 +26,7 @@ from tenet.meetings.schemas import (
     DisplayCode,
     MeetingCancel,
     MeetingCreate,
+    MeetingExternalRead,
     MeetingRead,
     MeetingSummary,
     MeetingUpdate,
@@ -54,6 +55,13 @@ async def meeting_answer(session: AsyncSession, meeting_id: str, principal: Prin
     see it before the commit)."""
     row = await queries.meeting(BoundReads(await session.connection()), meeting_id=meeting_id, principal=principal,
                                 now=now, base_url=base_url(settings))
+    return _meeting_response(row, status_code=status_code)
+
+
+def _meeting_response(row: dict[str, Any], *, status_code: int = 200) -> Response:
+    """The full view with its ETag, or an external attendee's restricted view (no version to name)."""
+    if row.get("view") == "restricted":
+        return json_response(MeetingExternalRead.model_validate(row), status_code=status_code)
     return json_response(MeetingRead.model_validate(row), status_code=status_code,
                          headers={"ETag": etag(row["version"])})
 
@@ -102,14 +110,16 @@ async def list_meetings(
                                               next_cursor=cursor))
 
 
-@router.get("/meetings/{meeting_id}", response_model=MeetingRead, summary="One meeting",
+@router.get("/meetings/{meeting_id}", response_model=MeetingRead | MeetingExternalRead, summary="One meeting",
             description="Managers see every meeting; others the ones they created, organize, are required at or "
                         "checked in to (404 otherwise). Counts and codes are shown to managers, the creator and "
-                        "the organizer.")
+                        "the organizer. An external attendee (a signed-in walk-in, on no list) gets the restricted "
+                        "view, as for the agenda: `view: restricted`, what the public check-in page shows and their "
+                        "own attendance; never the description, online link, organizer or cancel reason.")
 async def get_meeting(meeting_id: str, user: Reader, request: Request) -> Response:
     row = await queries.meeting(reads(request), meeting_id=meeting_id, principal=user, now=clock_now(request),
                                 base_url=base_url(request.app.state.settings))
-    return json_response(MeetingRead.model_validate(row), headers={"ETag": etag(row["version"])})
+    return _meeting_response(row)
 
 
 @router.patch("/meetings/{meeting_id}", response_model=MeetingRead, summary="Change a meeting (managers)",
