@@ -70,21 +70,28 @@ class TestCreate:
         assert re.fullmatch(r"[0-9a-f]{32}", meeting["id"])
         assert meeting["status"] == "SCHEDULED" and meeting["my_identity"] == "manager"
         assert meeting["qr_code_offline"]["check_in_url"] == (
-            f"http://127.0.0.1:8000/meetingattendance/check-in/{meeting['id']}?mode=offline")
+            f"http://127.0.0.1:8000/meetingattendance/check-in/{meeting['id']}?mode=offline"
+            f"&code={ma.offline_code(meeting['id'])}")
         await ma_rules_hold(db, clock.now())
 
     @pytest.mark.invariant("MA-INV-15")
     async def test_the_png_code_encodes_exactly_the_check_in_address(self, ma, manager):
+        """The offline image adds the meeting's offline code to the stable address (issue 24 item 4)."""
         meeting = await ma.create_ok(manager)
         for mode in ("online", "offline"):
             response = await ma.call("GET", f"/meetings/{meeting['id']}/qrcode", manager,
                                      params={"mode": mode, "format": "png"})
             assert response.headers["content-type"] == "image/png"
             payload = f"http://127.0.0.1:8000/meetingattendance/check-in/{meeting['id']}?mode={mode}"
+            if mode == "offline":
+                payload += f"&code={ma.offline_code(meeting['id'])}"
             expected = [[1 if dark else 0 for dark in row] for row in segno.make(payload, error="m").matrix]
             assert png_modules(response.content) == expected
             svg = await ma.call("GET", f"/meetings/{meeting['id']}/qrcode", manager, params={"mode": mode})
             assert svg.headers["content-type"].startswith("image/svg+xml") and svg.text.startswith("<svg")
+            again = await ma.call("GET", f"/meetings/{meeting['id']}/qrcode", manager, params={"mode": mode},
+                                  headers={"If-None-Match": svg.headers["ETag"]})
+            assert again.status_code == 304
 
     @pytest.mark.invariant("MA-INV-02")
     async def test_the_default_zone_is_stored_and_local_times_rendered(self, ma, manager):
@@ -204,7 +211,8 @@ class TestVisibility:
         seen = await ma.get(leader, meeting["id"])
         assert seen.json()["my_identity"] == "organizer" and seen.json()["qr_code_offline"] is not None
         display = await ma.call("GET", f"/meetings/{meeting['id']}/display-code", leader, params={"mode": "offline"})
-        assert display.status_code == 200 and display.json()["url"].endswith("?mode=offline")
+        assert display.status_code == 200
+        assert display.json()["url"].endswith(f"?mode=offline&code={ma.offline_code(meeting['id'])}")
 
     async def test_lists_show_mine_by_start_and_managers_all(self, ma, manager, employee, clock):
         later = await ma.create_ok(manager, required_attendee_ids=[str(employee.id)],

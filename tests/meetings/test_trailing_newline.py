@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from tenet.meetings.codes import RotatingCodes as CheckInCodes
+from tenet.meetings.codes import CheckInCodes
 from tests.conftest import TEST_SECRET
 from tests.meetings.conftest import code
 

@@ -18,6 +18,7 @@ from tenet.kernel.http import API_PREFIX
 from tenet.kernel.pagination import PageParams, SqlKeyset
 from tenet.kernel.reads import Reads, Row
 from tenet.meetings import codes, errors, times
+from tenet.meetings.codes import CheckInCodes
 from tenet.meetings.models import MEETING_ID_PATTERN
 from tenet.meetings.permissions import MANAGER_ROLES, TABLE, Action, Identity
 
@@ -102,15 +103,20 @@ def check_in_window(row: Row, now: datetime) -> dict[str, Any]:
             "modes": modes, "requires_code": row["rotating_online_code"]}
 
 
-def code_refs(meeting_id: str, generated_at: datetime, base_url: str) -> dict[str, Any]:
-    return {mode: {"check_in_url": codes.check_in_url(base_url, meeting_id, mode),
+def code_refs(meeting_id: str, generated_at: datetime, base_url: str, *, offline_code: str) -> dict[str, Any]:
+    """Where each code leads (the offline one with the meeting's offline code: what its image encodes)."""
+    def url(mode: str) -> str:
+        address = codes.check_in_url(base_url, meeting_id, mode)
+        return codes.with_code(address, offline_code) if mode == "offline" else address
+
+    return {mode: {"check_in_url": url(mode),
                    "svg_url": f"{BASE}/meetings/{meeting_id}/qrcode?mode={mode}&format=svg",
                    "png_url": f"{BASE}/meetings/{meeting_id}/qrcode?mode={mode}&format=png",
                    "generated_at": generated_at} for mode in codes.MODES}
 
 
-async def meeting(reads: Reads, *, meeting_id: str, principal: Principal, now: datetime,
-                  base_url: str) -> dict[str, Any]:
+async def meeting(reads: Reads, *, meeting_id: str, principal: Principal, now: datetime, base_url: str,
+                  signer: CheckInCodes) -> dict[str, Any]:
     """The MeetingRead of one meeting, with what the caller's identity may see; for an external attendee the
     restricted view (MeetingExternalRead, `view: restricted`)."""
     row = await reads.one(MEETING_SQL, {"id": valid_meeting_id(meeting_id), "caller": principal.id})
@@ -126,7 +132,9 @@ async def meeting(reads: Reads, *, meeting_id: str, principal: Principal, now: d
         summary = {"expected": required, "present": row["present"], "late": row["late"], "excused": row["excused"],
                    "absent": required - row["present"] - row["late"] - row["excused"], "guests": row["guests"],
                    "walk_ins": row["walk_ins"]}
-    refs = code_refs(row["id"], row["codes_generated_at"], base_url) if insider and row["codes_generated_at"] else {}
+    refs = {}
+    if insider and row["codes_generated_at"]:
+        refs = code_refs(row["id"], row["codes_generated_at"], base_url, offline_code=signer.offline_code(row["id"]))
     return {
         **{k: row[k] for k in ("id", "title", "description", "location", "online_link", "city", "start_time",
                                "end_time", "timezone", "late_grace_minutes", "checkin_opens_minutes_before",

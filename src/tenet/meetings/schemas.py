@@ -231,7 +231,8 @@ class CheckInRequest(Strict):
     mode: Mode
     device_id: DeviceId
     code: Annotated[str, StringConstraints(max_length=64)] | None = Field(
-        None, description="The rotating code from the display page, when the meeting asks for one")
+        None, description="The `code` of the scanned address: required offline (the meeting's offline code), and "
+                          "online when the meeting asks for a rotating code (from the display page)")
 
 
 class GuestCheckInRequest(CheckInRequest):
