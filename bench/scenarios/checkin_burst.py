@@ -2,16 +2,17 @@
 
 Requests: seven in ten are `POST /api/v1/meeting-attendance/meetings/{id}/check-in` by a signed-in user (each
 user once, with their own token and device), three in ten (and every request once the users are used up)
-`POST /api/v1/meeting-attendance/public/meetings/{id}/check-in` by a new guest (a new name, email and device).
+`POST /api/v1/meeting-attendance/public/meetings/{id}/check-in` by a new guest (a new name, email and device, and
+the meeting's offline code, as its offline QR code's address carries it).
 Every answer should be 201: a distinct check-in. Each wrk run (Tenet's warm-up and measurement, the baseline's)
 has a meeting of its own, so the sides never answer each other's people.
 
 What Tenet does for one (src/tenet/meetings/checkin.py): verify the JWT and load the principal (users); count the
-guest rate limit in its own short transaction (guests); then one unit of work: the probe statement (the meeting,
-the person's live attendance, the device's) and one write statement inserting the attendance, its ACCEPTED scan
-and its audit row (plus the guest row for guests) while the insert trigger takes the meeting's shared advisory
-lock and decides the window and lateness; COMMIT. The baseline runs the same statements (Tenet's own SQL
-constants, compiled for psycopg) with the same values, in the same two transactions.
+guest rate limit in its own short transaction, only if the meeting exists (guests); then one unit of work: the
+probe statement (the meeting, the person's live attendance, the device's) and one write statement inserting the
+attendance, its ACCEPTED scan and its audit row (plus the guest row for guests) while the insert trigger takes the
+meeting's shared advisory lock and decides the window and lateness; COMMIT. The baseline runs the same statements
+(Tenet's own SQL constants, compiled for psycopg) with the same values, in the same two transactions.
 
 After the runs, `describe` counts each meeting's rows: attendances, accepted scans, live duplicates per person
 and per device (must be 0), and runs `tenet invariants check` on the database.
@@ -24,6 +25,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import psycopg
@@ -55,16 +57,20 @@ USER_PROBE = _psycopg(checkin.USER_PROBE)
 USER_INSERT = _psycopg(checkin.USER_INSERT)
 GUEST_PROBE = _psycopg(checkin.GUEST_PROBE)
 GUEST_INSERT = _psycopg(checkin.GUEST_INSERT)
-RATE_SQL = ("INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at) VALUES "
-            "(%(bucket)s::VARCHAR, %(start)s::TIMESTAMP WITH TIME ZONE, %(hits)s::INTEGER, "
-            "%(expires)s::TIMESTAMP WITH TIME ZONE) ON CONFLICT (bucket, window_start) DO UPDATE SET hits = "
-            "(kernel.rate_limit_counter.hits + 1) RETURNING kernel.rate_limit_counter.hits")
+# Tenet counts a guest only when the meeting exists, in the same statement (issue 24 item 8).
+RATE_SQL = ("INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at) SELECT "
+            "%(bucket)s::VARCHAR, %(start)s::TIMESTAMP WITH TIME ZONE, %(hits)s::INTEGER, "
+            "%(expires)s::TIMESTAMP WITH TIME ZONE WHERE EXISTS (SELECT meeting_attendance.meetings.id FROM "
+            "meeting_attendance.meetings WHERE meeting_attendance.meetings.id = %(meeting_id)s::VARCHAR AND "
+            "meeting_attendance.meetings.status != 'DELETED'::VARCHAR) ON CONFLICT (bucket, window_start) DO UPDATE "
+            "SET hits = (kernel.rate_limit_counter.hits + 1) RETURNING kernel.rate_limit_counter.hits")
 
 
 @dataclass(frozen=True)
 class Context:
     database_url: str
     meetings: dict[str, str]          # wrk run label -> meeting id
+    offline_codes: dict[str, str]     # wrk run label -> the meeting's offline code (its offline QR code's `code`)
     users: list[tuple[str, str]]      # (user id, token)
     manager_token: str
 
@@ -79,7 +85,7 @@ async def setup(client: httpx.AsyncClient, database_url: str) -> Context:
     people = await register_users(client, USERS, prefix="attendee")
     tokens = [(str(p.id), await sign_in(client, p)) for p in people]
     start = datetime.now(UTC) - timedelta(minutes=10)
-    meetings = {}
+    meetings, offline_codes = {}, {}
     for run in RUNS:
         response = await client.post(f"{BASE}/meetings", headers={"Authorization": f"Bearer {manager_token}"}, json={
             "title": f"Burst {run}", "start_time": start.isoformat(),
@@ -88,7 +94,9 @@ async def setup(client: httpx.AsyncClient, database_url: str) -> Context:
         if response.status_code != 201:
             raise SystemExit(f"creating the meeting answered {response.status_code}: {response.text[:300]}")
         meetings[run] = response.json()["id"]
-    return Context(database_url=database_url, meetings=meetings, users=tokens, manager_token=manager_token)
+        offline_codes[run] = parse_qs(urlsplit(response.json()["qr_code_offline"]["check_in_url"]).query)["code"][0]
+    return Context(database_url=database_url, meetings=meetings, offline_codes=offline_codes, users=tokens,
+                   manager_token=manager_token)
 
 
 def wrk_request(context: Context) -> Request:
@@ -96,14 +104,17 @@ def wrk_request(context: Context) -> Request:
     device = uuid.uuid4().hex
     return Request(path=f"{BASE}/public/meetings/{context.meetings['tenet-warmup']}/check-in", method="POST",
                    headers={"Content-Type": "application/json"},
-                   body=json.dumps({"name": f"Check {device[:6]}", "device_id": device, "mode": "offline"}))
+                   body=json.dumps({"name": f"Check {device[:6]}", "device_id": device, "mode": "offline",
+                                    "code": context.offline_codes["tenet-warmup"]}))
 
 
 def wrk_lua(context: Context) -> str:
     meetings = ", ".join(f'["{run}"] = "{meeting}"' for run, meeting in context.meetings.items())
+    codes = ", ".join(f'["{run}"] = "{code}"' for run, code in context.offline_codes.items())
     tokens = ",\n".join(f'"{token}"' for _, token in context.users)
     return f"""
 local meetings = {{{meetings}}}
+local codes = {{{codes}}}
 local tokens = {{
 {tokens}
 }}
@@ -111,6 +122,7 @@ local sent, users_sent = 0, 0
 
 function scenario_init()
   meeting = meetings[bench_run]
+  code = codes[bench_run]
 end
 
 function request()
@@ -126,8 +138,8 @@ function request()
   end
   return wrk.format("POST", "{BASE}/public/meetings/" .. meeting .. "/check-in",
     {{["Content-Type"] = "application/json"}},
-    '{{"mode":"offline","device_id":"' .. device .. '","name":"Guest ' .. device .. '","email":"' .. device ..
-    '@bench.example"}}')
+    '{{"mode":"offline","code":"' .. code .. '","device_id":"' .. device .. '","name":"Guest ' .. device ..
+    '","email":"' .. device .. '@bench.example"}}')
 end
 """
 
@@ -147,7 +159,7 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
         rate = Rate.parse(GUEST_LIMIT)
         start = ratelimit._window_start(now, rate.window)
         await cursor.execute(RATE_SQL, {"bucket": f"ma.guest-checkin:{meeting_id}:127.0.0.1", "start": start,
-                                        "hits": 1, "expires": start + rate.window})
+                                        "hits": 1, "expires": start + rate.window, "meeting_id": meeting_id})
         await cursor.fetchall()
         await cursor.connection.commit()  # Tenet counts in a transaction of its own
         guest = Guest.clean(name=body["name"], email=body.get("email"), phone=None, organization=None)

@@ -18,7 +18,7 @@ from tenet.kernel.context import request_id_var
 
 log = logging.getLogger("tenet.http")
 
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # --- logging -----------------------------------------------------------------------------------------

@@ -23,13 +23,13 @@ from tenet.iam.permissions import Role
 from tenet.kernel.errors import DomainError
 from tenet.kernel.settings import Rate
 from tenet.meetings import checkin, service
-from tenet.meetings.codes import RotatingCodes
+from tenet.meetings.codes import CheckInCodes
 from tests.conftest import TEST_SECRET, test_settings
 from tests.meetings.conftest import ma_rules_hold
 from tests.support.users import UserFactory
 
 START = datetime(2026, 3, 2, 17, 0, tzinfo=UTC)
-CODES = RotatingCodes(TEST_SECRET, 30)
+CODES = CheckInCodes(TEST_SECRET, 30)
 
 
 @pytest.fixture
@@ -87,7 +87,8 @@ async def test_the_same_user_scanning_at_once_makes_one_attendance(committed_db,
     async def scan(device: str):
         async with committed_db.unit_of_work() as session:
             return await checkin.check_in_user(session, meeting_id=meeting_id, user_id=user.id, mode="offline",
-                                               device_id=device, code=None, now=START, codes=CODES)
+                                               device_id=device, code=CODES.offline_code(meeting_id),
+                                               now=START, codes=CODES)
 
     outcomes = await asyncio.gather(*(_outcome(scan(f"device-{i:04d}")) for i in range(scans)))
     assert sorted(outcomes) == ["already"] * (scans - 1) + ["new"]
@@ -109,7 +110,8 @@ async def test_two_guests_on_one_device_at_once(committed_db, people, monkeypatc
             return await checkin.check_in_guest(
                 session, meeting_id=meeting_id, guest=checkin.Guest.clean(name=name, email=f"{name}@example.com",
                                                                           phone=None, organization=None),
-                mode="offline", device_id="one-browser", code=None, now=START, client_address="192.0.2.1",
+                mode="offline", device_id="one-browser", code=CODES.offline_code(meeting_id),
+                now=START, client_address="192.0.2.1",
                 codes=CODES)
 
     outcomes = await asyncio.gather(_outcome(guest("ann")), _outcome(guest("bob")))
@@ -132,7 +134,8 @@ async def test_the_same_guest_from_two_devices_at_once_is_one_guest(committed_db
             return await checkin.check_in_guest(
                 session, meeting_id=meeting_id, guest=checkin.Guest.clean(name="Ann", email="ann@example.com",
                                                                           phone=None, organization=None),
-                mode="offline", device_id=device, code=None, now=START, client_address=None, codes=CODES)
+                mode="offline", device_id=device, code=CODES.offline_code(meeting_id),
+                now=START, client_address=None, codes=CODES)
 
     outcomes = await asyncio.gather(_outcome(guest("laptop-0001")), _outcome(guest("phone-00001")))
     assert sorted(outcomes) == ["already", "new"]
@@ -158,8 +161,8 @@ async def _check_in_during_cancel(db: Database, meeting_id: str, manager_id, use
         await asyncio.wait_for(cancelled.wait(), timeout=10)
         async with db.unit_of_work() as session:
             return await checkin.check_in_user(session, meeting_id=meeting_id, user_id=user_id, mode="offline",
-                                               device_id="device-0001", code=None, now=START + timedelta(seconds=1),
-                                               codes=CODES)
+                                               device_id="device-0001", code=CODES.offline_code(meeting_id),
+                                               now=START + timedelta(seconds=1), codes=CODES)
 
     results = await asyncio.gather(_outcome(cancel()), _outcome(scan()))
     return results[0], results[1]
@@ -212,7 +215,8 @@ async def test_two_users_on_one_device_at_once(committed_db, people, monkeypatch
     async def scan(user):
         async with committed_db.unit_of_work() as session:
             return await checkin.check_in_user(session, meeting_id=meeting_id, user_id=user.id, mode="offline",
-                                               device_id="shared-phone", code=None, now=START, codes=CODES)
+                                               device_id="shared-phone", code=CODES.offline_code(meeting_id),
+                                               now=START, codes=CODES)
 
     outcomes = await asyncio.gather(*(_outcome(scan(u)) for u in users))
     assert sorted(outcomes) == ["DEVICE_ALREADY_USED", "new"]
@@ -230,7 +234,8 @@ async def test_the_guest_rate_limit_holds_under_a_burst(committed_db, people, cl
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
         responses = await asyncio.gather(*(client.post(
             f"/api/v1/meeting-attendance/public/meetings/{meeting_id}/check-in",
-            json={"name": f"Guest {i}", "mode": "offline", "device_id": f"device-{i:04d}"}) for i in range(12)))
+            json={"name": f"Guest {i}", "mode": "offline", "device_id": f"device-{i:04d}",
+                  "code": CODES.offline_code(meeting_id)}) for i in range(12)))
     statuses = sorted(r.status_code for r in responses)
     assert statuses == [201] * 5 + [429] * 7
     assert {r.json()["code"] for r in responses if r.status_code == 429} == {"GUEST_CHECKIN_LIMIT_REACHED"}
@@ -281,7 +286,8 @@ async def test_two_retention_runs_at_once_erase_each_guest_once(committed_db, pe
             await checkin.check_in_guest(
                 session, meeting_id=meeting_id, guest=checkin.Guest.clean(name=f"G{i}", email=None, phone=None,
                                                                           organization=None),
-                mode="offline", device_id=f"device-{i:04d}", code=None, now=START, client_address=None, codes=CODES)
+                mode="offline", device_id=f"device-{i:04d}", code=CODES.offline_code(meeting_id),
+                now=START, client_address=None, codes=CODES)
     later = START + timedelta(days=200)
 
     async def run() -> int:

@@ -1,5 +1,6 @@
 """The check-in page the QR codes encode, and the code display, in real Chromium against a real `tenet serve`
-(issue 10 "Pages"): a guest checks in; the same browser trying a second person is refused with the device
+(issue 10 "Pages"): a guest checks in by the offline QR code's address (an old poster without its code is
+refused with the out-of-date message); the same browser trying a second person is refused with the device
 message; late and not-yet-open messages; a signed-in user; the display page shows both codes. No page may trip
 the Content-Security-Policy."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -24,6 +26,18 @@ def _meeting(server, token: str, *, starts_in: timedelta, grace: int = 5, **extr
         "late_grace_minutes": grace, **extra})
     assert response.status_code == 201, response.text
     return response.json()
+
+
+def _offline_address(server, token: str, meeting: dict) -> str:
+    """Where the meeting's offline QR code leads (what the display page shows and the image encodes: the address
+    with the meeting's offline code), opened on the live server (whose public base URL is the default one)."""
+    shown = httpx.get(f"{server.url}{BASE}/meetings/{meeting['id']}/display-code", params={"mode": "offline"},
+                      headers={"Authorization": f"Bearer {token}"})
+    shown.raise_for_status()
+    url = shown.json()["url"]
+    assert url == meeting["qr_code_offline"]["check_in_url"] and "&code=o1." in url
+    parts = urlsplit(url)
+    return f"{server.url}{parts.path}?{parts.query}"
 
 
 def _attendances(server, token: str, meeting_id: str) -> list[dict]:
@@ -59,7 +73,14 @@ async def test_a_guest_checks_in_and_a_second_person_on_that_browser_is_refused(
     open_page, violations = watched
     meeting = _meeting(live_server, live_admin_token, starts_in=timedelta(minutes=-2))
     page = await open_page()
-    address = f"{live_server.url}/meetingattendance/check-in/{meeting['id']}?mode=offline"
+    await page.goto(f"{live_server.url}/meetingattendance/check-in/{meeting['id']}?mode=offline")  # an old poster
+    await page.wait_for_selector("#guest:not([hidden])")
+    await page.fill("#guest-name", "Gwen Guest")
+    await page.click("#guest button[type=submit]")
+    await page.wait_for_selector("#message:not([hidden])")
+    assert "printed code is out of date" in await page.text_content("#message")
+
+    address = _offline_address(live_server, live_admin_token, meeting)
     await page.goto(address)
     await page.wait_for_selector("#guest:not([hidden])")
     assert await page.text_content("#title") == meeting["title"]
@@ -86,7 +107,7 @@ async def test_late_and_not_yet_open_messages(live_server, live_admin_token, wat
     open_page, violations = watched
     late = _meeting(live_server, live_admin_token, starts_in=timedelta(minutes=-10), grace=5)
     page = await open_page()
-    await page.goto(f"{live_server.url}/meetingattendance/check-in/{late['id']}?mode=offline")
+    await page.goto(_offline_address(live_server, live_admin_token, late))
     await page.wait_for_selector("#guest:not([hidden])")
     await page.fill("#guest-name", "Larry Late")
     await page.click("#guest button[type=submit]")
@@ -95,7 +116,7 @@ async def test_late_and_not_yet_open_messages(live_server, live_admin_token, wat
 
     future = _meeting(live_server, live_admin_token, starts_in=timedelta(hours=3))
     page = await open_page()
-    await page.goto(f"{live_server.url}/meetingattendance/check-in/{future['id']}?mode=offline")
+    await page.goto(_offline_address(live_server, live_admin_token, future))
     await page.wait_for_selector("#guest:not([hidden])")
     assert "Check-in opens at" in await page.text_content("#window")
     await page.fill("#guest-name", "Early Bird")
@@ -137,6 +158,7 @@ async def test_the_display_page_shows_both_codes(live_server, live_admin_token, 
     online = await page.get_attribute("#online-code svg", "data-url")
     offline = await page.get_attribute("#offline-code svg", "data-url")
     assert online.endswith(f"/meetingattendance/check-in/{meeting['id']}?mode=online")
-    assert offline.endswith(f"/meetingattendance/check-in/{meeting['id']}?mode=offline")
+    assert offline == meeting["qr_code_offline"]["check_in_url"]
+    assert f"/meetingattendance/check-in/{meeting['id']}?mode=offline&code=o1." in offline
     assert "Checked in: 0 of 0 expected" in await page.text_content("#count")
     assert violations == []

@@ -90,6 +90,26 @@ async def test_failures_from_one_address_across_accounts_are_limited(committed_d
     assert third.status_code == 429
 
 
+async def test_an_address_at_its_limit_counts_nothing_more(committed_db, clock, tmp_path):
+    """Issue 24 (the class of item 8): an attempt refused by one bucket took a slot in the others anyway, so an
+    address at its limit still wrote a row per made-up email and spent any victim account's slots without a
+    single password checked, until the victim was locked out everywhere."""
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.50") as setup:
+        await setup.post("/api/v1/auth/register", json={
+            "email": "victim2@example.com", "password": PASSWORD, "display_name": "V"})
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.51", login_failure_limit="2/15min") as attacker:
+        for n in range(2):
+            assert (await attacker.post(TOKEN, data=sign_in(f"made-up{n}@example.com", "wrong"))).status_code == 401
+        for n in range(3):
+            assert (await attacker.post(TOKEN, data=sign_in("victim2@example.com", "wrong"))).status_code == 429
+            assert (await attacker.post(TOKEN, data=sign_in(f"later{n}@example.com", "wrong"))).status_code == 429
+    assert await _login_counters(committed_db) == {"login:account:made-up0@example.com": 1,
+                                                   "login:account:made-up1@example.com": 1,
+                                                   "login:ip:192.0.2.51": 2}
+    async with app_client(committed_db, clock, tmp_path, "192.0.2.52", login_failure_limit="2/15min") as victim:
+        assert (await victim.post(TOKEN, data=sign_in("victim2@example.com", PASSWORD))).status_code == 200
+
+
 async def test_a_successful_sign_in_clears_the_account_count(committed_db, clock, tmp_path):
     async with app_client(committed_db, clock, tmp_path, "192.0.2.3", login_failure_limit="2/15min") as client:
         await client.post("/api/v1/auth/register", json={

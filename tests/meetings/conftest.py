@@ -15,6 +15,8 @@ from tenet.db.database import Database
 from tenet.iam.permissions import Role
 from tenet.kernel.invariants import all_invariants, check
 from tenet.kernel.jobs import JobRuntime
+from tenet.kernel.settings import KernelSettings, section
+from tenet.meetings.codes import CheckInCodes
 from tests.support.users import TestUser, UserFactory
 
 BASE = "/api/v1/meeting-attendance"
@@ -57,14 +59,25 @@ class MeetingApi:
     async def get(self, user: TestUser | None, meeting_id: str) -> httpx.Response:
         return await self.call("GET", f"/meetings/{meeting_id}", user)
 
+    def offline_code(self, meeting_id: str) -> str:
+        """The meeting's offline code, as its printed QR code's address carries it."""
+        return CheckInCodes(section(self.app.state.settings, KernelSettings).signing_key(), 30).offline_code(
+            meeting_id)
+
+    def _scanned(self, meeting_id: str, mode: str, extra: dict[str, Any]) -> dict[str, Any]:
+        """An offline scan carries the offline code unless the test says which code (or None) to send."""
+        return {"code": self.offline_code(meeting_id), **extra} if mode == "offline" else extra
+
     async def check_in(self, user: TestUser, meeting_id: str, device: str | None = None, mode: str = "offline",
                        **extra: Any) -> httpx.Response:
-        body = {"mode": mode, "device_id": device or f"dev-{user.id.hex[:12]}", **extra}
+        body = {"mode": mode, "device_id": device or f"dev-{user.id.hex[:12]}",
+                **self._scanned(meeting_id, mode, extra)}
         return await self.call("POST", f"/meetings/{meeting_id}/check-in", user, json=body)
 
     async def guest_check_in(self, meeting_id: str, name: str = "Gwen Guest", device: str | None = None,
                              mode: str = "offline", **extra: Any) -> httpx.Response:
-        body = {"mode": mode, "device_id": device or f"dev-{uuid.uuid4().hex[:12]}", "name": name, **extra}
+        body = {"mode": mode, "device_id": device or f"dev-{uuid.uuid4().hex[:12]}", "name": name,
+                **self._scanned(meeting_id, mode, extra)}
         return await self.call("POST", f"/public/meetings/{meeting_id}/check-in", None, json=body)
 
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from tenet.kernel.settings import Rate
-from tenet.meetings.codes import RotatingCodes
+from tenet.meetings.codes import CheckInCodes
 from tests.conftest import TEST_SECRET
 from tests.meetings.conftest import code, ma_rules_hold
 
@@ -151,8 +151,8 @@ class TestUserCheckIn:
 
 class TestRotatingCode:
     @pytest.fixture
-    def codes(self) -> RotatingCodes:
-        return RotatingCodes(TEST_SECRET, 30)
+    def codes(self) -> CheckInCodes:
+        return CheckInCodes(TEST_SECRET, 30)
 
     @pytest.mark.invariant("MA-INV-14")
     async def test_only_a_fresh_signed_code_checks_in_online(self, ma, manager, users, clock, codes, db):
@@ -178,6 +178,41 @@ class TestRotatingCode:
         display = await ma.call("GET", f"/meetings/{meeting['id']}/display-code", manager)
         assert display.json()["url"].endswith("&code=" + codes.code(meeting["id"], now))
         await ma_rules_hold(db, clock.now())
+
+    @pytest.mark.invariant("MA-INV-14")
+    async def test_naming_the_offline_mode_needs_the_offline_code(self, ma, manager, users, clock, codes, db):
+        """Issue 24 item 4: with rotation on, `{"mode": "offline"}` and no code was accepted, so a client chose the
+        weaker mode. The offline code (the printed QR's, signed per meeting and mode) is what proves the mode."""
+        meeting = await ma.create_ok(manager, rotating_online_code=True)
+        clock.set(_start(meeting))
+        person = await users.make()
+        for who in ("user", "guest"):
+            send = (lambda **kw: ma.check_in(person, meeting["id"], mode="offline", **kw)) if who == "user" else (
+                lambda **kw: ma.guest_check_in(meeting["id"], mode="offline", **kw))
+            missing = await send(code=None)
+            assert (missing.status_code, code(missing)) == (403, "CHECK_IN_OFFLINE_CODE_REQUIRED"), who
+            genuine = codes.offline_code(meeting["id"])
+            for wrong in (codes.code(meeting["id"], clock.now()), codes.offline_code("a" * 32), genuine[:-1] + "A",
+                          genuine + "\n", "o1." + "é" * 22):
+                refused = await send(code=wrong)
+                assert (refused.status_code, code(refused)) == (403, "CHECK_IN_OFFLINE_CODE_INVALID"), (who, wrong)
+            assert (await send(code=genuine)).status_code == 201, who
+        scans = await _scans(db, meeting["id"])
+        assert scans.count(("REFUSED", "CHECK_IN_OFFLINE_CODE_REQUIRED")) == 2
+        assert scans.count(("REFUSED", "CHECK_IN_OFFLINE_CODE_INVALID")) == 10
+        # What the offline QR code leads to carries it; its image encodes that address.
+        address = f"http://127.0.0.1:8000/meetingattendance/check-in/{meeting['id']}?mode=offline&code={genuine}"
+        assert meeting["qr_code_offline"]["check_in_url"] == address
+        display = await ma.call("GET", f"/meetings/{meeting['id']}/display-code", manager, params={"mode": "offline"})
+        assert display.json()["url"] == address and display.json()["expires_at"] is None
+        await ma_rules_hold(db, clock.now())
+
+    async def test_a_meeting_without_rotation_needs_the_offline_code_too(self, ma, meeting, employee, clock, codes):
+        clock.set(_start(meeting))
+        missing = await ma.check_in(employee, meeting["id"], mode="offline", code=None)
+        assert (missing.status_code, code(missing)) == (403, "CHECK_IN_OFFLINE_CODE_REQUIRED")
+        online = await ma.check_in(employee, meeting["id"], mode="online")  # no code: none asked for
+        assert online.status_code == 201 and online.json()["mode"] == "online"
 
     @pytest.mark.invariant("MA-INV-14")
     async def test_rotation_cannot_start_after_online_check_ins(self, ma, manager, employee, clock):
@@ -243,6 +278,26 @@ class TestGuests:
         assert (await ma.guest_check_in(other["id"], name="C")).status_code == 201  # another meeting's bucket
         clock.advance(timedelta(minutes=1))
         assert (await ma.guest_check_in(meeting["id"], name="C")).status_code == 201
+
+    async def test_a_missing_or_deleted_meeting_writes_no_rate_limit_row(self, ma, meeting, manager, clock, db):
+        """Issue 24 item 8: an anonymous caller naming made-up meeting ids must not write a row per id."""
+        clock.set(_start(meeting))
+        await ma.call("DELETE", f"/meetings/{meeting['id']}", manager)
+        for meeting_id in ["0" * 32, "1" * 16, meeting["id"]]:
+            response = await ma.guest_check_in(meeting_id)
+            assert (response.status_code, code(response)) == (404, "MEETING_NOT_FOUND")
+        assert await _count(db, "SELECT count(*) FROM kernel.rate_limit_counter "
+                                "WHERE bucket LIKE 'ma.guest-checkin:%'") == 0
+        assert await _scans(db, meeting["id"]) == []
+
+    async def test_a_meeting_not_open_for_check_in_still_counts(self, ma, manager, app, clock, db):
+        """Its refusals are recorded (MA-INV-11): the limit is what bounds those anonymous rows."""
+        app.state.settings = app.state.settings.model_copy(update={"guest_checkin_limit": Rate.parse("2/minute")})
+        meeting = await ma.create_ok(manager)
+        for _ in range(2):
+            assert code(await ma.guest_check_in(meeting["id"])) == "CHECK_IN_WINDOW_NOT_OPEN"
+        assert code(await ma.guest_check_in(meeting["id"])) == "GUEST_CHECKIN_LIMIT_REACHED"
+        assert await _scans(db, meeting["id"]) == [("REFUSED", "CHECK_IN_WINDOW_NOT_OPEN")] * 2
 
     async def test_the_public_view_shows_no_private_fields(self, ma, manager, clock):
         meeting = await ma.create_ok(manager, description="Secret", online_link="https://meet.example/x")

@@ -70,21 +70,28 @@ class TestCreate:
         assert re.fullmatch(r"[0-9a-f]{32}", meeting["id"])
         assert meeting["status"] == "SCHEDULED" and meeting["my_identity"] == "manager"
         assert meeting["qr_code_offline"]["check_in_url"] == (
-            f"http://127.0.0.1:8000/meetingattendance/check-in/{meeting['id']}?mode=offline")
+            f"http://127.0.0.1:8000/meetingattendance/check-in/{meeting['id']}?mode=offline"
+            f"&code={ma.offline_code(meeting['id'])}")
         await ma_rules_hold(db, clock.now())
 
     @pytest.mark.invariant("MA-INV-15")
     async def test_the_png_code_encodes_exactly_the_check_in_address(self, ma, manager):
+        """The offline image adds the meeting's offline code to the stable address (issue 24 item 4)."""
         meeting = await ma.create_ok(manager)
         for mode in ("online", "offline"):
             response = await ma.call("GET", f"/meetings/{meeting['id']}/qrcode", manager,
                                      params={"mode": mode, "format": "png"})
             assert response.headers["content-type"] == "image/png"
             payload = f"http://127.0.0.1:8000/meetingattendance/check-in/{meeting['id']}?mode={mode}"
+            if mode == "offline":
+                payload += f"&code={ma.offline_code(meeting['id'])}"
             expected = [[1 if dark else 0 for dark in row] for row in segno.make(payload, error="m").matrix]
             assert png_modules(response.content) == expected
             svg = await ma.call("GET", f"/meetings/{meeting['id']}/qrcode", manager, params={"mode": mode})
             assert svg.headers["content-type"].startswith("image/svg+xml") and svg.text.startswith("<svg")
+            again = await ma.call("GET", f"/meetings/{meeting['id']}/qrcode", manager, params={"mode": mode},
+                                  headers={"If-None-Match": svg.headers["ETag"]})
+            assert again.status_code == 304
 
     @pytest.mark.invariant("MA-INV-02")
     async def test_the_default_zone_is_stored_and_local_times_rendered(self, ma, manager):
@@ -168,6 +175,32 @@ class TestVisibility:
         codes_for_attendee = await ma.call("GET", f"/meetings/{meeting['id']}/qrcode", employee)
         assert (codes_for_attendee.status_code, code(codes_for_attendee)) == (403, "MEETING_ACTION_FORBIDDEN")
 
+    async def test_a_walk_in_sees_the_restricted_view(self, ma, manager, employee, users, clock, app):
+        """Issue 24 item 10: the agenda's rule (an external attendee, a signed-in walk-in, gets the restricted
+        view) for the meeting itself: what the public check-in page shows, and their own attendance."""
+        meeting = await ma.create_ok(manager, description="Board only", online_link="https://meet.example/secret",
+                                     required_attendee_ids=[str(employee.id)], location="Room 1")
+        clock.set(datetime.fromisoformat(meeting["start_time"]))
+        walk_in = await users.make()
+        assert (await ma.check_in(walk_in, meeting["id"])).status_code == 201
+        await ma.call("POST", f"/meetings/{meeting['id']}/cancel", manager, json={"reason": "Reorganisation"})
+        seen = await ma.get(walk_in, meeting["id"])
+        assert seen.status_code == 200
+        public = (await ma.call("GET", f"/public/meetings/{meeting['id']}", None)).json()
+        assert seen.json() == {**public, "view": "restricted", "my_identity": "external",
+                               "my_attendance": seen.json()["my_attendance"]}
+        assert seen.json()["my_attendance"]["status"] == "PRESENT" and seen.json()["location"] == "Room 1"
+        for private in ("Board only", "meet.example", "Reorganisation", "Mina", str(manager.id)):
+            assert private not in seen.text
+        listed = (await ma.call("GET", "/meetings", walk_in)).json()["items"]
+        assert [(m["id"], m["organizer_id"], m["my_identity"]) for m in listed] == [(meeting["id"], None, "external")]
+        attendee = (await ma.get(employee, meeting["id"])).json()
+        assert attendee["description"] == "Board only" and attendee["organizer"]["display_name"] == "Mina Manager"
+        assert "view" not in attendee
+        answers = app.openapi()["paths"]["/api/v1/meeting-attendance/meetings/{meeting_id}"]["get"]["responses"]
+        assert {ref["$ref"].rsplit("/", 1)[1] for ref in answers["200"]["content"]["application/json"]["schema"][
+            "anyOf"]} == {"MeetingRead", "MeetingExternalRead"}
+
     @pytest.mark.invariant("MA-INV-01")
     async def test_a_malformed_id_is_404(self, ma, manager):
         for meeting_id in ("1001", "x" * 33, "../etc", "%2e%2e"):
@@ -178,7 +211,8 @@ class TestVisibility:
         seen = await ma.get(leader, meeting["id"])
         assert seen.json()["my_identity"] == "organizer" and seen.json()["qr_code_offline"] is not None
         display = await ma.call("GET", f"/meetings/{meeting['id']}/display-code", leader, params={"mode": "offline"})
-        assert display.status_code == 200 and display.json()["url"].endswith("?mode=offline")
+        assert display.status_code == 200
+        assert display.json()["url"].endswith(f"?mode=offline&code={ma.offline_code(meeting['id'])}")
 
     async def test_lists_show_mine_by_start_and_managers_all(self, ma, manager, employee, clock):
         later = await ma.create_ok(manager, required_attendee_ids=[str(employee.id)],

@@ -29,7 +29,7 @@ from tenet.kernel.clock import FrozenClock
 from tenet.kernel.errors import DomainError
 from tenet.kernel.invariants import all_invariants, check
 from tenet.meetings import attendances, checkin, retention, series, service
-from tenet.meetings.codes import RotatingCodes
+from tenet.meetings.codes import CheckInCodes
 from tests.conftest import TEST_SECRET
 from tests.support.statemachine import run_machine
 
@@ -41,7 +41,7 @@ PEOPLE = 4
 DEVICES = [f"device-{i:04d}" for i in range(3)]
 GUESTS = [("Ann", "ann@example.com"), ("Bob", None), ("ANN", "Ann@Example.com")]
 MA_RULES = [i for i in all_invariants() if i.id.startswith("MA-")]
-CODES = RotatingCodes(TEST_SECRET, 30)
+CODES = CheckInCodes(TEST_SECRET, 30)
 POLICY = service.MeetingPolicy(default_timezone="America/Los_Angeles")
 INDEX = st.integers(min_value=0, max_value=63)
 OUTCOMES: Counter[str] = Counter()
@@ -161,7 +161,8 @@ class MeetingCommands(RuleBasedStateMachine):
           with_code=st.booleans())
     def user_check_in(self, which: int, who: int, device: str, mode: str, with_code: bool) -> None:
         meeting_id = self.pick(self.meetings, which)
-        code = CODES.code(meeting_id, self.clock.now()) if with_code else None
+        signed = CODES.code(meeting_id, self.clock.now()) if mode == "online" else CODES.offline_code(meeting_id)
+        code = signed if with_code else None
         done = self.command(lambda s: checkin.check_in_user(
             s, meeting_id=meeting_id, user_id=self.pick(self.people, who).id, mode=mode, device_id=device,
             code=code, now=self.clock.now(), codes=CODES))
@@ -172,9 +173,10 @@ class MeetingCommands(RuleBasedStateMachine):
     @rule(which=INDEX, guest=st.sampled_from(GUESTS), device=st.sampled_from(DEVICES))
     def guest_check_in(self, which: int, guest: tuple[str, str | None], device: str) -> None:
         cleaned = checkin.Guest.clean(name=guest[0], email=guest[1], phone=None, organization=None)
+        meeting_id = self.pick(self.meetings, which)
         done = self.command(lambda s: checkin.check_in_guest(
-            s, meeting_id=self.pick(self.meetings, which), guest=cleaned, mode="offline", device_id=device,
-            code=None, now=self.clock.now(), client_address="192.0.2.7", codes=CODES))
+            s, meeting_id=meeting_id, guest=cleaned, mode="offline", device_id=device,
+            code=CODES.offline_code(meeting_id), now=self.clock.now(), client_address="192.0.2.7", codes=CODES))
         if done is not None:
             self.attendances.append(done.attendance_id)
 

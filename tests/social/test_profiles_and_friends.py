@@ -95,6 +95,9 @@ class TestSettings:
         {"notification": {"quiet_hours_start": "22:00"}}, {"privacy": {"allow_friend_requests": 1}},
         {"preferences": {"theme": "blue"}}, {"preferences": {"language": "english!"}}, {"other": {}},
         {"privacy": []}, {"notification": {"enabled": None}},
+        # A Python `$` matched before a trailing newline: the schema let these through, the SQL function not.
+        {"preferences": {"language": "en\n"}},
+        {"notification": {"quiet_hours_start": "22:00\n", "quiet_hours_end": "08:00"}},
     ])
     async def test_python_schema_and_sql_function_agree(self, db, document):
         import json

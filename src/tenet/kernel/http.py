@@ -426,7 +426,7 @@ def etag(version: int) -> str:
     return f'"{version}"'
 
 
-_ETAG = re.compile(r'^\s*(?:W/)?"(\d{1,9})"\s*$')
+_ETAG = re.compile(r'^\s*(?:W/)?"(\d{1,9})"\s*\Z')
 
 
 def if_match_version(value: str | None) -> int | None:

@@ -58,7 +58,7 @@ KEY_TTL = timedelta(hours=24)
 LEASE = timedelta(seconds=15)
 # While a request runs, its claim is extended every RENEW_EVERY seconds (a third of the lease).
 RENEW_EVERY = LEASE.total_seconds() / 3
-_KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")  # printable ASCII, no spaces
+_KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}\Z")  # printable ASCII, no spaces
 _NOT_STORED = {409, 429, 503}
 # Response headers that belong to one exchange, not to the stored answer.
 _TRANSIENT_HEADERS = {b"date", b"server", b"x-request-id", b"content-length", b"connection",

@@ -14,7 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-_ID = re.compile(r"^[A-Z]+-INV-\d{2,3}$")
+_ID = re.compile(r"^[A-Z]+-INV-\d{2,3}\Z")
 
 REGISTRY: dict[str, Invariant] = {}
 

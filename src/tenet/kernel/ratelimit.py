@@ -13,7 +13,8 @@ Every check *counts first*, in one statement, and decides on what that statement
   for its own one-statement transaction: a limit per account must not serialise that account's commands
   (counting inside the command's transaction held the row lock to commit, and one sender's invitations to
   64 workspaces queued behind each other).
-- `consume` (registrations): counts the event and refuses it when it went over the limit.
+- `consume` (registrations, guest check-ins): counts the event and refuses it when it went over the limit;
+  optionally only when a condition holds in the same statement (the meeting exists).
 - `consume_in` counts inside the caller's unit of work, when the event must be counted exactly with it
   and serialising the bucket's events is acceptable.
 
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
-from sqlalchemy import Table, literal_column, text
+from sqlalchemy import ColumnElement, DateTime, Table, literal, literal_column, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.dml import ReturningInsert
@@ -67,10 +68,15 @@ def _rate_limited(what: str) -> LimitError:
 
 
 # One statement on an autocommit connection (tenet.kernel.reads): the counter rows are locked only while
-# it runs, so concurrent attempts on one bucket do not queue behind a transaction's round trips.
+# it runs, so concurrent attempts on one bucket do not queue behind a transaction's round trips. A bucket
+# already at its limit stops the whole attempt: counting the others anyway wrote a row per made-up name and
+# spent a victim account's slots from an address that was itself refused.
 _COUNT_UNDER_LIMIT = """
     INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at)
     SELECT bucket, %(start)s, 1, %(expires)s FROM unnest(%(buckets)s::text[]) AS bucket
+     WHERE NOT EXISTS (SELECT 1 FROM kernel.rate_limit_counter c
+                        WHERE c.bucket = ANY(%(buckets)s::text[]) AND c.window_start = %(start)s
+                          AND c.hits >= %(limit)s)
     ON CONFLICT (bucket, window_start) DO UPDATE SET hits = kernel.rate_limit_counter.hits + 1
      WHERE kernel.rate_limit_counter.hits < %(limit)s
     RETURNING bucket
@@ -86,11 +92,18 @@ _RELEASE = """
 """
 
 
-def _count_statement(bucket: str, start: datetime, window: timedelta) -> ReturningInsert[int]:
+def _count_statement(bucket: str, start: datetime, window: timedelta,
+                     only_if: ColumnElement[bool] | None = None) -> ReturningInsert[int]:
     table = cast(Table, RateLimitCounter.__table__)
+    if only_if is None:
+        counting = insert(table).values(bucket=bucket, window_start=start, hits=1, expires_at=start + window)
+    else:
+        counting = insert(table).from_select(
+            ["bucket", "window_start", "hits", "expires_at"],
+            select(literal(bucket), literal(start, DateTime(timezone=True)), literal(1),
+                   literal(start + window, DateTime(timezone=True))).where(only_if))
     return (
-        insert(table)
-        .values(bucket=bucket, window_start=start, hits=1, expires_at=start + window)
+        counting
         .on_conflict_do_update(index_elements=[table.c.bucket, table.c.window_start],
                                set_={"hits": table.c.hits + literal_column("1")})
         .returning(table.c.hits)
@@ -162,13 +175,19 @@ class RateLimiter:
             log.warning("could not give back rate-limit slots of %s", ", ".join(buckets), exc_info=True)
 
     async def consume(self, bucket: str, rate: Rate, now: datetime, what: str, *,
-                      error: LimitError | None = None) -> Window:
-        """Count this event (its own short transaction) and raise 429 when it goes over the limit."""
+                      error: LimitError | None = None, only_if: ColumnElement[bool] | None = None) -> Window | None:
+        """Count this event (its own short transaction) and raise 429 when it goes over the limit.
+
+        With `only_if`, the event is counted only when that condition holds in the same statement, and None
+        answers that it did not (nothing was written): an anonymous caller naming things that do not exist
+        must not write a row per name."""
         async with self.db.unit_of_work() as session:
             start = _window_start(now, rate.window)
-            hits = int((await session.execute(_count_statement(bucket, start, rate.window))).scalar_one())
-        window = Window(start, start + rate.window, hits)
-        if hits > rate.limit:
+            counted = (await session.execute(_count_statement(bucket, start, rate.window, only_if))).scalar()
+        if counted is None:
+            return None
+        window = Window(start, start + rate.window, int(counted))
+        if window.hits > rate.limit:
             raise (error or _rate_limited(what))(window.retry_after(now))
         return window
 

@@ -41,7 +41,7 @@ _REFUSED_PARTS = {"BYEASTER": "BYEASTER is not part of RFC 5545", "DTSTART": "DT
 _RANGES = {"BYMONTH": (1, 12, False), "BYMONTHDAY": (1, 31, True), "BYYEARDAY": (1, 366, True),
            "BYWEEKNO": (1, 53, True), "BYSETPOS": (1, 366, True), "BYHOUR": (0, 23, False),
            "BYMINUTE": (0, 59, False), "BYSECOND": (0, 60, False)}
-_WEEKDAY = re.compile(r"^([+-]?)(\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)$")
+_WEEKDAY = re.compile(r"^([+-]?)(\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)\Z")
 
 
 def _until(value: str) -> datetime:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import ColumnElement, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -30,8 +30,8 @@ from tenet.kernel.db_errors import violated_constraint
 from tenet.kernel.emails import InvalidEmail, clean_email, normalize_email
 from tenet.kernel.errors import DomainError, ValidationFailed
 from tenet.meetings import errors, times
-from tenet.meetings.codes import RotatingCodes
-from tenet.meetings.models import CHECKIN_MEETING_ACTIVE, CHECKIN_WINDOW
+from tenet.meetings.codes import CheckInCodes
+from tenet.meetings.models import CHECKIN_MEETING_ACTIVE, CHECKIN_WINDOW, Meeting
 
 LIVE = ("PRESENT", "LATE")
 
@@ -236,6 +236,11 @@ class _Request:
                 "reason": reason, "code_step": self.code_step if outcome == "ACCEPTED" else None}
 
 
+def meeting_exists(meeting_id: str) -> ColumnElement[bool]:
+    """The condition the guest limiter counts under: the meeting exists (not DELETED)."""
+    return select(Meeting.id).where(Meeting.id == meeting_id, Meeting.status != "DELETED").exists()
+
+
 async def _refuse(session: AsyncSession, request: _Request, error: DomainError) -> DomainError:
     """Record the refused scan (it commits with the error: MA-INV-11) and answer the error to raise."""
     await session.execute(SCAN, request.scan("REFUSED", reason=str(error.code)))
@@ -249,13 +254,20 @@ def _outcome(request: _Request, meeting: Any, row: Any, *, already: bool) -> Che
                           late_grace_minutes=meeting.late_grace_minutes)
 
 
-def _judge(meeting: Any, request: _Request, codes: RotatingCodes) -> DomainError | None:
+def _judge(meeting: Any, request: _Request, codes: CheckInCodes) -> DomainError | None:
     """Why the meeting refuses this check-in now, if it does (the friendly first answer; the trigger decides
     races)."""
     if meeting.status == "CANCELLED":
         return errors.MeetingCancelled(meeting_id=request.meeting_id)
-    if request.mode == "offline" and not meeting.offline_checkin_enabled:
-        return errors.CheckInModeDisabled(mode="offline")
+    if request.mode == "offline":
+        if not meeting.offline_checkin_enabled:
+            return errors.CheckInModeDisabled(mode="offline")
+        # The mode is the client's word: only the offline code (the printed QR's) proves it, else naming
+        # `offline` would skip the rotating online code (issue 24 item 4).
+        try:
+            codes.verify_offline(request.meeting_id, request.code)
+        except DomainError as error:
+            return error
     if request.mode == "online" and meeting.rotating_online_code:
         try:
             request.code_step = codes.verify(request.meeting_id, request.code, request.now)
@@ -275,7 +287,7 @@ async def _probed(request: _Request) -> None:
     database, not the probe, decides: two scans that both saw "no attendance yet" still make one."""
 
 
-async def _check_in(session: AsyncSession, request: _Request, codes: RotatingCodes) -> CheckInOutcome:
+async def _check_in(session: AsyncSession, request: _Request, codes: CheckInCodes) -> CheckInOutcome:
     probe = USER_PROBE if request.channel == "USER" else GUEST_PROBE
     meeting = (await session.execute(probe, {"meeting_id": request.meeting_id, "user_id": request.user_id,
                                              "digest": request.digest, "device_id": request.device_id})).first()
@@ -344,7 +356,7 @@ async def _check_in(session: AsyncSession, request: _Request, codes: RotatingCod
 
 
 async def check_in_user(session: AsyncSession, *, meeting_id: str, user_id: uuid.UUID, mode: str, device_id: str,
-                        code: str | None, now: datetime, codes: RotatingCodes) -> CheckInOutcome:
+                        code: str | None, now: datetime, codes: CheckInCodes) -> CheckInOutcome:
     """A signed-in user checks themself in (any non-deleted meeting whose id they have: the code is the
     capability, D-08; one not on the required list is a walk-in)."""
     return await _check_in(session, _Request(meeting_id, "USER", mode, device_id, code, now, None, user_id=user_id),
@@ -353,7 +365,7 @@ async def check_in_user(session: AsyncSession, *, meeting_id: str, user_id: uuid
 
 async def check_in_guest(session: AsyncSession, *, meeting_id: str, guest: Guest, mode: str, device_id: str,
                          code: str | None, now: datetime, client_address: str | None,
-                         codes: RotatingCodes) -> CheckInOutcome:
+                         codes: CheckInCodes) -> CheckInOutcome:
     """A guest without an account; their personal data goes to `guests` only (MA-INV-13)."""
     request = _Request(meeting_id, "GUEST", mode, device_id, code, now, client_address, guest=guest,
                        digest=guest.digest(meeting_id))

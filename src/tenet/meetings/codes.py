@@ -1,11 +1,16 @@
-"""QR codes and the rotating online code.
+"""QR codes, the rotating online code and the offline code.
 
-The printed codes (spec §关键决策 2, 3: the qrCodeOnline / qrCodeOffline equivalents) encode the stable
-check-in address `<TENET_PUBLIC_BASE_URL>/meetingattendance/check-in/<id>?mode=online|offline` (MA-INV-15).
+The printed codes (spec §关键决策 2, 3: the qrCodeOnline / qrCodeOffline equivalents) lead to the stable
+check-in address `<TENET_PUBLIC_BASE_URL>/meetingattendance/check-in/<id>?mode=online|offline` (MA-INV-15), which
+is what the meeting stores. The image a manager is served adds the proof of its mode as `&code=...`:
 
-A meeting may ask for a rotating online code (issue 10, beyond the spec; MA-INV-14): the display page shows
-the address with `&code=v1.<step>.<mac>`, where the MAC signs the meeting id and the time step with a key
-derived from TENET_SECRET_KEY. Nothing is stored; a scan is accepted with the current or previous step.
+- offline: `o1.<mac>`, the MAC of the meeting id and the mode with a key derived from TENET_SECRET_KEY. It
+  never changes for a meeting, so a printed poster keeps working; without it a client could name the offline
+  mode and skip the rotating online code (issue 24 item 4). Required for every offline check-in.
+- online, when the meeting asks for a rotating code (issue 10, beyond the spec; MA-INV-14): `v1.<step>.<mac>`,
+  the MAC of the meeting id and the time step; a scan is accepted with the current or previous step.
+
+Nothing is stored: both are recomputed from the key.
 """
 
 from __future__ import annotations
@@ -24,11 +29,17 @@ from tenet.meetings import errors
 
 MODES = ("online", "offline")
 CHECK_IN_PATH = "/meetingattendance/check-in/"
-_CODE = re.compile(r"^v1\.(\d{1,12})\.([A-Za-z0-9_-]{22})$")
+_CODE = re.compile(r"^v1\.(\d{1,12})\.([A-Za-z0-9_-]{22})\Z")
+_OFFLINE_CODE = re.compile(r"^o1\.([A-Za-z0-9_-]{22})\Z")
 
 
 def check_in_url(base_url: str, meeting_id: str, mode: str) -> str:
     return f"{base_url.rstrip('/')}{CHECK_IN_PATH}{meeting_id}?mode={mode}"
+
+
+def with_code(address: str, code: str) -> str:
+    """The address a QR image encodes: the stable one with its mode's proof."""
+    return f"{address}&code={code}"
 
 
 @dataclass(frozen=True)
@@ -47,11 +58,13 @@ def render(payload: str) -> Rendered:
     return Rendered(payload, svg.getvalue().decode("utf-8"), png.getvalue())
 
 
-class RotatingCodes:
-    """Signs and verifies rotating online codes for one key and step length."""
+class CheckInCodes:
+    """Signs and verifies the check-in codes of one key: rotating online codes (of one step length) and the
+    offline codes."""
 
     def __init__(self, secret_key: str, step_seconds: int) -> None:
         self._key = hmac.new(secret_key.encode(), b"tenet/meetings/rotating-code", hashlib.sha256).digest()
+        self._offline_key = hmac.new(secret_key.encode(), b"tenet/meetings/offline-code", hashlib.sha256).digest()
         self.step_seconds = step_seconds
 
     def step(self, now: datetime) -> int:
@@ -83,3 +96,15 @@ class RotatingCodes:
         if step not in (current, current - 1):
             raise errors.CheckInCodeExpired(step=step)
         return step
+
+    def offline_code(self, meeting_id: str) -> str:
+        digest = hmac.new(self._offline_key, f"ma-offline:v1:{meeting_id}:offline".encode(), hashlib.sha256).digest()
+        return "o1." + base64.urlsafe_b64encode(digest).decode()[:22]
+
+    def verify_offline(self, meeting_id: str, code: str | None) -> None:
+        """CHECK_IN_OFFLINE_CODE_REQUIRED without a code (a poster printed before offline codes carried one),
+        CHECK_IN_OFFLINE_CODE_INVALID for anything but this meeting's offline code (constant-time)."""
+        if not code:
+            raise errors.CheckInOfflineCodeRequired()
+        if _OFFLINE_CODE.match(code) is None or not hmac.compare_digest(code, self.offline_code(meeting_id)):
+            raise errors.CheckInOfflineCodeInvalid()

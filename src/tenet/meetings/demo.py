@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenet.iam.principal import Principal
 from tenet.meetings import attendances, checkin, series, service
 from tenet.meetings.agenda import service as agenda
-from tenet.meetings.codes import RotatingCodes
+from tenet.meetings.codes import CheckInCodes
 from tenet.meetings.models import Meeting
 from tenet.meetings.permissions import MEETING_MANAGER
 
@@ -24,7 +24,8 @@ async def load_demo(session: AsyncSession, *, manager_id: uuid.UUID, leader_id: 
                     employee_id: uuid.UUID, policy: service.MeetingPolicy, now: datetime) -> str:
     if (await session.scalars(select(Meeting.id).where(Meeting.title == TITLE).limit(1))).first() is not None:
         return f"kept meeting demo data ({TITLE!r})"
-    codes = RotatingCodes("demo-key-never-used-for-rotating-codes-0123", 30)
+    # The demo's own key: these check-ins are written here, never scanned, so no code of it is ever shown.
+    codes = CheckInCodes("demo-key-never-used-for-rotating-codes-0123", 30)
     past_start = (now - timedelta(days=2)).replace(minute=0, second=0, microsecond=0)
     created_at = past_start - timedelta(days=1)
     attendees = [leader_id, employee_id]
@@ -33,11 +34,12 @@ async def load_demo(session: AsyncSession, *, manager_id: uuid.UUID, leader_id: 
                                               "start_time": past_start, "end_time": past_start + timedelta(hours=1)},
         attendee_ids=attendees, template_id=None, policy=policy, now=created_at)
     await checkin.check_in_user(session, meeting_id=past.id, user_id=employee_id, mode="offline",
-                                device_id="demo-device-employee", code=None, now=past_start, codes=codes)
+                                device_id="demo-device-employee", code=codes.offline_code(past.id), now=past_start,
+                                codes=codes)
     await checkin.check_in_guest(session, meeting_id=past.id, guest=checkin.Guest.clean(
         name="Grace Guest", email="grace@guest.example", phone=None, organization="Partner Inc."), mode="offline",
-        device_id="demo-device-guest", code=None, now=past_start + timedelta(minutes=7), client_address=None,
-        codes=codes)
+        device_id="demo-device-guest", code=codes.offline_code(past.id), now=past_start + timedelta(minutes=7),
+        client_address=None, codes=codes)
     await attendances.record_attendance(session, meeting_id=past.id, user_id=leader_id, status="EXCUSED",
                                         note="Customer visit", checked_in_at=None, actor_id=manager_id,
                                         now=past_start + timedelta(hours=2))

@@ -25,6 +25,8 @@ class MeetingErrorCode(StrEnum):
     CHECK_IN_CODE_REQUIRED = "CHECK_IN_CODE_REQUIRED"
     CHECK_IN_CODE_INVALID = "CHECK_IN_CODE_INVALID"
     CHECK_IN_CODE_EXPIRED = "CHECK_IN_CODE_EXPIRED"
+    CHECK_IN_OFFLINE_CODE_REQUIRED = "CHECK_IN_OFFLINE_CODE_REQUIRED"
+    CHECK_IN_OFFLINE_CODE_INVALID = "CHECK_IN_OFFLINE_CODE_INVALID"
     DEVICE_ALREADY_USED = "DEVICE_ALREADY_USED"
     GUEST_NAME_REQUIRED = "GUEST_NAME_REQUIRED"
     GUEST_CHECKIN_LIMIT_REACHED = "GUEST_CHECKIN_LIMIT_REACHED"
@@ -115,6 +117,18 @@ class CheckInCodeInvalid(CheckInRefused):
 
 class CheckInCodeExpired(CheckInRefused):
     status, code, title = 403, MeetingErrorCode.CHECK_IN_CODE_EXPIRED, "This check-in code has expired; scan again"
+
+
+class CheckInOfflineCodeRequired(CheckInRefused):
+    """An offline check-in carries the meeting's offline code, as its QR code's address does (issue 24 item 4)."""
+
+    status, code, title = (403, MeetingErrorCode.CHECK_IN_OFFLINE_CODE_REQUIRED,
+                           "Scan the meeting's printed code (this one is out of date or incomplete)")
+
+
+class CheckInOfflineCodeInvalid(CheckInRefused):
+    status, code, title = (403, MeetingErrorCode.CHECK_IN_OFFLINE_CODE_INVALID,
+                           "This is not the printed code of this meeting")
 
 
 class DeviceAlreadyUsed(CheckInRefused):

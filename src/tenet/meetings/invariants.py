@@ -335,14 +335,18 @@ register(
     id="MA-INV-14",
     domain=DOMAIN,
     statement="When a meeting asks for a rotating online code, an online check-in is accepted only with a code "
-              "signed for that meeting and the current or previous time step; the accepted step is recorded.",
+              "signed for that meeting and the current or previous time step; the accepted step is recorded. An "
+              "offline check-in is accepted only with the meeting's offline code (signed for the meeting and the "
+              "mode), which the address of its offline QR code carries: a client cannot pick the weaker mode.",
     scope="checkin_scans ACCEPTED in online mode, of meetings with rotating_online_code",
     counterexample="A photo of the screen sent to someone at home still checks them in ten minutes later; a "
-                   "code forged by changing the step.",
+                   "code forged by changing the step; the same person at home sending `mode: offline` instead.",
     db=("ck_checkin_scans_code_step_online",),
     app="HMAC-SHA256 over meeting id and step with a key derived from TENET_SECRET_KEY, compared in constant "
         "time (CHECK_IN_CODE_REQUIRED / _INVALID / _EXPIRED); turning rotation on after online check-ins is "
-        "refused (ROTATING_CODE_LOCKED), so this detector stays exact.",
+        "refused (ROTATING_CODE_LOCKED), so this detector stays exact. The offline code is HMAC-SHA256 over "
+        "meeting id and mode with another derived key (CHECK_IN_OFFLINE_CODE_REQUIRED / _INVALID); the database "
+        "never sees the key, so no detector re-checks it.",
     error_code="CHECK_IN_CODE_EXPIRED",
     concurrency="Stateless.",
     detector="""

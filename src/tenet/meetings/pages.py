@@ -1,7 +1,8 @@
 """The public pages of meeting attendance (server-rendered, no build step): the check-in page the QR codes encode
 (`/meetingattendance/check-in/{meeting_id}?mode=online|offline`, a stable address: printed codes must keep
-working) and the code display for managers. Thin, like every page of tenet.web: static HTML and one script
-calling the JSON API, under the same strict Content-Security-Policy (own scripts and styles only, no inline)."""
+working; the offline one carries the meeting's offline code as `&code=`) and the code display for managers.
+Thin, like every page of tenet.web: static HTML and one script calling the JSON API, under the same strict
+Content-Security-Policy (own scripts and styles only, no inline)."""
 
 from __future__ import annotations
 

@@ -88,6 +88,7 @@ class Identity(StrEnum):
 
 class Action(StrEnum):
     VIEW = "view"
+    VIEW_DETAILS = "view-details"  # the full meeting and agenda; an external attendee gets the restricted view
     SHOW_CODES = "show-codes"
     LIST_ATTENDANCES = "list-attendances"
     READ_REPORT = "read-report"
@@ -98,6 +99,8 @@ ALL = frozenset(Identity)
 # only their point: their holders are the managers (D-05).
 TABLE: dict[Action, frozenset[Identity]] = {
     Action.VIEW: ALL,
+    # The spec's participants (权限矩阵, the full agenda view): the agenda's rule, and the meeting's (issue 24 item 10).
+    Action.VIEW_DETAILS: frozenset({Identity.MANAGER, Identity.CREATOR, Identity.ORGANIZER, Identity.ATTENDEE}),
     Action.SHOW_CODES: frozenset({Identity.MANAGER, Identity.CREATOR, Identity.ORGANIZER}),
     Action.LIST_ATTENDANCES: frozenset({Identity.MANAGER, Identity.CREATOR, Identity.ORGANIZER}),
     # "Leaders read reports of the meetings they lead": the organizer (D-05).

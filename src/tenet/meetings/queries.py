@@ -18,16 +18,17 @@ from tenet.kernel.http import API_PREFIX
 from tenet.kernel.pagination import PageParams, SqlKeyset
 from tenet.kernel.reads import Reads, Row
 from tenet.meetings import codes, errors, times
+from tenet.meetings.codes import CheckInCodes
 from tenet.meetings.models import MEETING_ID_PATTERN
 from tenet.meetings.permissions import MANAGER_ROLES, TABLE, Action, Identity
 
-_MEETING_ID = re.compile(MEETING_ID_PATTERN)
+_MEETING_ID = re.compile(MEETING_ID_PATTERN)  # the CHECK's pattern, so matched whole: `re`'s `$` passes a final "\n"
 BASE = API_PREFIX + "/meeting-attendance"
 
 
 def valid_meeting_id(meeting_id: str) -> str:
     """A malformed id answers 404 without a query (MA-INV-01)."""
-    if not _MEETING_ID.match(meeting_id):
+    if not _MEETING_ID.fullmatch(meeting_id):
         raise errors.MeetingNotFound()
     return meeting_id
 
@@ -102,19 +103,28 @@ def check_in_window(row: Row, now: datetime) -> dict[str, Any]:
             "modes": modes, "requires_code": row["rotating_online_code"]}
 
 
-def code_refs(meeting_id: str, generated_at: datetime, base_url: str) -> dict[str, Any]:
-    return {mode: {"check_in_url": codes.check_in_url(base_url, meeting_id, mode),
+def code_refs(meeting_id: str, generated_at: datetime, base_url: str, *, offline_code: str) -> dict[str, Any]:
+    """Where each code leads (the offline one with the meeting's offline code: what its image encodes)."""
+    def url(mode: str) -> str:
+        address = codes.check_in_url(base_url, meeting_id, mode)
+        return codes.with_code(address, offline_code) if mode == "offline" else address
+
+    return {mode: {"check_in_url": url(mode),
                    "svg_url": f"{BASE}/meetings/{meeting_id}/qrcode?mode={mode}&format=svg",
                    "png_url": f"{BASE}/meetings/{meeting_id}/qrcode?mode={mode}&format=png",
                    "generated_at": generated_at} for mode in codes.MODES}
 
 
-async def meeting(reads: Reads, *, meeting_id: str, principal: Principal, now: datetime,
-                  base_url: str) -> dict[str, Any]:
-    """The MeetingRead of one meeting, with what the caller's identity may see."""
+async def meeting(reads: Reads, *, meeting_id: str, principal: Principal, now: datetime, base_url: str,
+                  signer: CheckInCodes) -> dict[str, Any]:
+    """The MeetingRead of one meeting, with what the caller's identity may see; for an external attendee the
+    restricted view (MeetingExternalRead, `view: restricted`)."""
     row = await reads.one(MEETING_SQL, {"id": valid_meeting_id(meeting_id), "caller": principal.id})
     who = require(row, principal, Action.VIEW)
     assert row is not None
+    if who not in TABLE[Action.VIEW_DETAILS]:
+        return {**public_view(row, now), "view": "restricted", "my_identity": who.value,
+                "my_attendance": _my_attendance(row)}
     insider = who in TABLE[Action.SHOW_CODES]
     required = row["required_count"]
     summary = None
@@ -122,11 +132,9 @@ async def meeting(reads: Reads, *, meeting_id: str, principal: Principal, now: d
         summary = {"expected": required, "present": row["present"], "late": row["late"], "excused": row["excused"],
                    "absent": required - row["present"] - row["late"] - row["excused"], "guests": row["guests"],
                    "walk_ins": row["walk_ins"]}
-    refs = code_refs(row["id"], row["codes_generated_at"], base_url) if insider and row["codes_generated_at"] else {}
-    mine = None
-    if row["my_attendance_id"] is not None:
-        mine = {"attendance_id": row["my_attendance_id"], "status": row["my_attendance_status"],
-                "checked_in_at": row["my_checked_in_at"]}
+    refs = {}
+    if insider and row["codes_generated_at"]:
+        refs = code_refs(row["id"], row["codes_generated_at"], base_url, offline_code=signer.offline_code(row["id"]))
     return {
         **{k: row[k] for k in ("id", "title", "description", "location", "online_link", "city", "start_time",
                                "end_time", "timezone", "late_grace_minutes", "checkin_opens_minutes_before",
@@ -140,7 +148,7 @@ async def meeting(reads: Reads, *, meeting_id: str, principal: Principal, now: d
         "check_in": check_in_window(row, now),
         "required_attendee_count": required,
         "my_identity": who.value,
-        "my_attendance": mine,
+        "my_attendance": _my_attendance(row),
         "attendance_summary": summary,
         "qr_code_online": refs.get("online"),
         "qr_code_offline": refs.get("offline"),
@@ -154,16 +162,28 @@ PUBLIC_SQL = """
 """
 
 
-async def public_meeting(reads: Reads, *, meeting_id: str, now: datetime) -> dict[str, Any]:
-    row = await reads.one(PUBLIC_SQL, {"id": valid_meeting_id(meeting_id)})
-    if row is None:
-        raise errors.MeetingNotFound()
+def public_view(row: Row, now: datetime) -> dict[str, Any]:
+    """What the meeting id reveals to anyone (PublicMeetingRead), and so all an external attendee sees of it."""
     return {**{k: row[k] for k in ("id", "title", "location", "city", "start_time", "end_time", "timezone",
                                    "late_grace_minutes")},
             "start_time_local": times.local(row["start_time"], row["timezone"]),
             "end_time_local": times.local(row["end_time"], row["timezone"]),
             "status": times.clock_status(row["status"], row["start_time"], row["end_time"], now),
             "check_in": check_in_window(row, now)}
+
+
+def _my_attendance(row: Row) -> dict[str, Any] | None:
+    if row["my_attendance_id"] is None:
+        return None
+    return {"attendance_id": row["my_attendance_id"], "status": row["my_attendance_status"],
+            "checked_in_at": row["my_checked_in_at"]}
+
+
+async def public_meeting(reads: Reads, *, meeting_id: str, now: datetime) -> dict[str, Any]:
+    row = await reads.one(PUBLIC_SQL, {"id": valid_meeting_id(meeting_id)})
+    if row is None:
+        raise errors.MeetingNotFound()
+    return public_view(row, now)
 
 
 # --- lists -----------------------------------------------------------------------------------------------
@@ -209,8 +229,11 @@ STATUS_FILTERS = {
 
 def summary_row(row: Row, principal: Principal, now: datetime) -> dict[str, Any]:
     who = identity(row, principal)
+    restricted = who is None or who not in TABLE[Action.VIEW_DETAILS]  # the list row of the restricted view
     return {**{k: row[k] for k in ("id", "title", "location", "city", "start_time", "end_time", "timezone",
-                                   "series_id", "organizer_id", "my_attendance_status")},
+                                   "my_attendance_status")},
+            "series_id": None if restricted else row["series_id"],
+            "organizer_id": None if restricted else row["organizer_id"],
             "start_time_local": times.local(row["start_time"], row["timezone"]),
             "status": times.clock_status(row["status"], row["start_time"], row["end_time"], now),
             "my_identity": who.value if who else "none"}

@@ -16,7 +16,7 @@ from tenet.kernel.settings import section
 from tenet.meetings import checkin, errors, queries
 from tenet.meetings.http import router
 from tenet.meetings.permissions import Permission
-from tenet.meetings.routes_meetings import rotating_codes
+from tenet.meetings.routes_meetings import check_in_codes
 from tenet.meetings.schemas import CheckInRequest, CheckInResult, GuestCheckInRequest, PublicMeetingRead
 from tenet.meetings.settings import MeetingSettings
 
@@ -26,7 +26,9 @@ _REFUSALS = (
     "Refusals answer a stable code and are recorded in the meeting's scan log: 409 `CHECK_IN_WINDOW_NOT_OPEN` "
     "(with `opens_at`), `CHECK_IN_WINDOW_CLOSED`, `MEETING_CANCELLED`, `DEVICE_ALREADY_USED` (this device checked "
     "someone else in), `CHECK_IN_MODE_DISABLED`; 403 `CHECK_IN_CODE_REQUIRED` / `_INVALID` / `_EXPIRED` (rotating "
-    "online code). Scanning again answers the existing attendance with 200 and `already_checked_in: true`.")
+    "online code), 403 `CHECK_IN_OFFLINE_CODE_REQUIRED` / `_INVALID` (the offline mode needs `code`, the meeting's "
+    "offline code its offline QR code's address carries). Scanning again answers the existing attendance with 200 "
+    "and `already_checked_in: true`.")
 
 
 def _answer(outcome: checkin.CheckInOutcome) -> Response:
@@ -44,7 +46,7 @@ async def check_in(meeting_id: str, body: CheckInRequest, user: CheckInUser, ses
                    request: Request) -> Response:
     outcome = await checkin.check_in_user(
         session, meeting_id=queries.valid_meeting_id(meeting_id), user_id=user.id, mode=body.mode.value,
-        device_id=body.device_id, code=body.code, now=now, codes=rotating_codes(request))
+        device_id=body.device_id, code=body.code, now=now, codes=check_in_codes(request))
     return _answer(outcome)
 
 
@@ -76,11 +78,16 @@ async def guest_check_in(meeting_id: str, body: GuestCheckInRequest, session: Se
         recorded_address = None
     rate = section(request.app.state.settings, MeetingSettings).guest_checkin_limit
     # Its own short transaction, before the check-in's unit of work uses a connection: the count persists
-    # whatever the check-in answers, and the request never holds two pooled connections.
-    await request.app.state.rate_limiter.consume(
+    # whatever the check-in answers, and the request never holds two pooled connections. Only a meeting that
+    # exists is counted (in the same statement): made-up ids write nothing. One that is not open still counts,
+    # as each of its refusals writes a scan (MA-INV-11) and the limit is what bounds them.
+    counted = await request.app.state.rate_limiter.consume(
         f"ma.guest-checkin:{meeting_id}:{address}", rate, now, "guest check-ins",
-        error=lambda retry_after: errors.GuestCheckInLimitReached(retry_after_seconds=retry_after))
+        error=lambda retry_after: errors.GuestCheckInLimitReached(retry_after_seconds=retry_after),
+        only_if=checkin.meeting_exists(meeting_id))
+    if counted is None:
+        raise errors.MeetingNotFound()
     outcome = await checkin.check_in_guest(
         session, meeting_id=meeting_id, guest=guest, mode=body.mode.value, device_id=body.device_id, code=body.code,
-        now=now, client_address=recorded_address, codes=rotating_codes(request))
+        now=now, client_address=recorded_address, codes=check_in_codes(request))
     return _answer(outcome)

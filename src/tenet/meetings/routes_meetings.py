@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Query, Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,7 +16,7 @@ from tenet.iam.auth import require
 from tenet.iam.principal import Principal
 from tenet.kernel.http import etag, if_match_version, json_response, problem_responses
 from tenet.kernel.pagination import Page, PageParams, page_params
-from tenet.kernel.reads import BoundReads
+from tenet.kernel.reads import BoundReads, Row
 from tenet.kernel.settings import KernelSettings, section
 from tenet.meetings import codes, errors, queries, reports, service
 from tenet.meetings.http import router
@@ -26,6 +27,7 @@ from tenet.meetings.schemas import (
     DisplayCode,
     MeetingCancel,
     MeetingCreate,
+    MeetingExternalRead,
     MeetingRead,
     MeetingSummary,
     MeetingUpdate,
@@ -49,11 +51,19 @@ def base_url(settings: KernelSettings) -> str:
 
 
 async def meeting_answer(session: AsyncSession, meeting_id: str, principal: Principal, now: datetime,
-                         settings: KernelSettings, *, status_code: int = 200) -> Response:
+                         request: Request, *, status_code: int = 200) -> Response:
     """The MeetingRead of a meeting just written, read inside the writing transaction (the read path would not
     see it before the commit)."""
     row = await queries.meeting(BoundReads(await session.connection()), meeting_id=meeting_id, principal=principal,
-                                now=now, base_url=base_url(settings))
+                                now=now, base_url=base_url(request.app.state.settings),
+                                signer=check_in_codes(request))
+    return _meeting_response(row, status_code=status_code)
+
+
+def _meeting_response(row: dict[str, Any], *, status_code: int = 200) -> Response:
+    """The full view with its ETag, or an external attendee's restricted view (no version to name)."""
+    if row.get("view") == "restricted":
+        return json_response(MeetingExternalRead.model_validate(row), status_code=status_code)
     return json_response(MeetingRead.model_validate(row), status_code=status_code,
                          headers={"ETag": etag(row["version"])})
 
@@ -65,12 +75,12 @@ async def meeting_answer(session: AsyncSession, meeting_id: str, principal: Prin
                          "and listed in the `X-Skipped-Attendees` header).",
              responses=problem_responses(404, 409, 422))
 async def create_meeting(body: MeetingCreate, user: Creator, session: SessionDep, now: NowDep,
-                         settings: SettingsDep) -> Response:
+                         settings: SettingsDep, request: Request) -> Response:
     fields = body.model_dump(exclude={"required_attendee_ids", "template_id"}, exclude_unset=True)
     meeting, skipped = await service.create_meeting(
         session, actor_id=user.id, fields=fields, attendee_ids=body.required_attendee_ids,
         template_id=body.template_id, policy=service.MeetingPolicy.from_settings(settings), now=now)
-    response = await meeting_answer(session, meeting.id, user, now, settings, status_code=201)
+    response = await meeting_answer(session, meeting.id, user, now, request, status_code=201)
     response.headers["Location"] = f"{queries.BASE}/meetings/{meeting.id}"
     if skipped:
         response.headers["X-Skipped-Attendees"] = ",".join(str(s) for s in skipped)
@@ -102,14 +112,16 @@ async def list_meetings(
                                               next_cursor=cursor))
 
 
-@router.get("/meetings/{meeting_id}", response_model=MeetingRead, summary="One meeting",
+@router.get("/meetings/{meeting_id}", response_model=MeetingRead | MeetingExternalRead, summary="One meeting",
             description="Managers see every meeting; others the ones they created, organize, are required at or "
                         "checked in to (404 otherwise). Counts and codes are shown to managers, the creator and "
-                        "the organizer.")
+                        "the organizer. An external attendee (a signed-in walk-in, on no list) gets the restricted "
+                        "view, as for the agenda: `view: restricted`, what the public check-in page shows and their "
+                        "own attendance; never the description, online link, organizer or cancel reason.")
 async def get_meeting(meeting_id: str, user: Reader, request: Request) -> Response:
     row = await queries.meeting(reads(request), meeting_id=meeting_id, principal=user, now=clock_now(request),
-                                base_url=base_url(request.app.state.settings))
-    return json_response(MeetingRead.model_validate(row), headers={"ETag": etag(row["version"])})
+                                base_url=base_url(request.app.state.settings), signer=check_in_codes(request))
+    return _meeting_response(row)
 
 
 @router.patch("/meetings/{meeting_id}", response_model=MeetingRead, summary="Change a meeting (managers)",
@@ -118,11 +130,11 @@ async def get_meeting(meeting_id: str, user: Reader, request: Request) -> Respon
                           "occurrence edited alone becomes an exception of its series.",
               responses=problem_responses(409, 412, 422))
 async def update_meeting(meeting_id: str, body: MeetingUpdate, user: Updater, session: SessionDep, now: NowDep,
-                         settings: SettingsDep, if_match: IfMatch = None) -> Response:
+                         request: Request, if_match: IfMatch = None) -> Response:
     await service.update_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id,
                                  changes=body.model_dump(exclude_unset=True),
                                  expected_version=if_match_version(if_match), now=now)
-    return await meeting_answer(session, meeting_id, user, now, settings)
+    return await meeting_answer(session, meeting_id, user, now, request)
 
 
 @router.delete("/meetings/{meeting_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete a meeting",
@@ -134,11 +146,11 @@ async def delete_meeting(meeting_id: str, user: Deleter, session: SessionDep, no
 @router.post("/meetings/{meeting_id}/cancel", response_model=MeetingRead, summary="Cancel a meeting (final)",
              description="Check-ins are refused from then on (409 `MEETING_CANCELLED`); a cancelled meeting can "
                          "still be deleted, not reopened.", responses=problem_responses(409, 422))
-async def cancel_meeting(meeting_id: str, user: Updater, session: SessionDep, now: NowDep, settings: SettingsDep,
+async def cancel_meeting(meeting_id: str, user: Updater, session: SessionDep, now: NowDep, request: Request,
                          body: MeetingCancel | None = None) -> Response:
     await service.cancel_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id,
                                  reason=body.reason if body else None, now=now)
-    return await meeting_answer(session, meeting_id, user, now, settings)
+    return await meeting_answer(session, meeting_id, user, now, request)
 
 
 @router.get("/meetings/{meeting_id}/required-attendees", response_model=Page[AttendeeRead],
@@ -163,30 +175,49 @@ async def set_required_attendees(meeting_id: str, body: RequiredAttendees, user:
     return RequiredAttendeesResult(user_ids=listed, added=added, removed=removed)
 
 
-def rotating_codes(request: Request) -> codes.RotatingCodes:
+def check_in_codes(request: Request) -> codes.CheckInCodes:
     """One signer per process (the key derivation runs once)."""
-    signer = getattr(request.app.state, "meeting_rotating_codes", None)
+    signer = getattr(request.app.state, "meeting_check_in_codes", None)
     if signer is None:
         settings = request.app.state.settings
-        signer = codes.RotatingCodes(section(settings, KernelSettings).signing_key(),
-                                     section(settings, MeetingSettings).rotating_code_seconds)
-        request.app.state.meeting_rotating_codes = signer
+        signer = codes.CheckInCodes(section(settings, KernelSettings).signing_key(),
+                                    section(settings, MeetingSettings).rotating_code_seconds)
+        request.app.state.meeting_check_in_codes = signer
     return signer
 
 
+def _scan_url(request: Request, row: Row, mode: Mode) -> str | None:
+    """What the image of `mode` encodes when it is not the stored address: the address with the meeting's offline
+    code, or with the current rotating online code."""
+    signer = check_in_codes(request)
+    if mode == Mode.OFFLINE:
+        return codes.with_code(row["payload"], signer.offline_code(row["id"]))
+    if row["rotating_online_code"]:
+        return codes.with_code(row["payload"], signer.code(row["id"], clock_now(request)))
+    return None
+
+
 @router.get("/meetings/{meeting_id}/qrcode", summary="A QR code image (managers, creator, organizer)",
-            description="The stored code of the mode, as SVG or PNG. For a meeting with a rotating online code, "
-                        "the online image carries the current code (not cached).",
+            description="The code of the mode, as SVG or PNG: the check-in address, with the meeting's offline "
+                        "code for the offline mode (the same for the meeting's life: print it). For a meeting with "
+                        "a rotating online code, the online image carries the current code (not cached).",
             responses={200: {"content": {"image/svg+xml": {}, "image/png": {}}}, **problem_responses(403)})
 async def get_qr_code(meeting_id: str, user: Reader, request: Request, mode: Mode = Mode.ONLINE,
                       image_format: Annotated[str, Query(alias="format", pattern="^(svg|png)$")] = "svg") -> Response:
     row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode.value, principal=user)
     media = "image/svg+xml" if image_format == "svg" else "image/png"
-    if mode == Mode.ONLINE and row["rotating_online_code"]:
-        url = f"{row['payload']}&code={rotating_codes(request).code(row['id'], clock_now(request))}"
+    url = _scan_url(request, row, mode)
+    if mode == Mode.ONLINE and url is not None:
         rendered = codes.render(url)
         body = rendered.svg.encode() if image_format == "svg" else rendered.png
         return Response(body, media_type=media, headers={"Cache-Control": "no-store"})
+    if url is not None:  # offline: the image follows from the address and the key alone
+        tag = f'"o-{hashlib.sha256(url.encode()).hexdigest()[:20]}-{image_format}"'
+        if request.headers.get("if-none-match") == tag:
+            return Response(status_code=304, headers={"ETag": tag})
+        rendered = codes.render(url)
+        body = rendered.svg.encode() if image_format == "svg" else rendered.png
+        return Response(body, media_type=media, headers={"ETag": tag, "Cache-Control": "private, no-cache"})
     tag = f'"{int(row["generated_at"].timestamp() * 1000)}-{image_format}"'
     if request.headers.get("if-none-match") == tag:
         return Response(status_code=304, headers={"ETag": tag})
@@ -196,15 +227,19 @@ async def get_qr_code(meeting_id: str, user: Reader, request: Request, mode: Mod
 
 @router.get("/meetings/{meeting_id}/display-code", response_model=DisplayCode,
             summary="The code the display page shows (managers, creator, organizer)",
-            description="For a rotating online code: the current address with its signed code, when it expires "
-                        "and when to ask again.", responses=problem_responses(403))
+            description="The address to show and its image: for the offline mode with the meeting's offline code; "
+                        "for a rotating online code, the current address with its signed code, when it expires and "
+                        "when to ask again.", responses=problem_responses(403))
 async def get_display_code(meeting_id: str, user: Reader, request: Request, mode: Mode = Mode.ONLINE) -> Response:
     row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode.value, principal=user)
-    if mode == Mode.ONLINE and row["rotating_online_code"]:
-        signer, now = rotating_codes(request), clock_now(request)
-        url = f"{row['payload']}&code={signer.code(row['id'], now)}"
+    url = _scan_url(request, row, mode)
+    if mode == Mode.ONLINE and url is not None:
+        signer, now = check_in_codes(request), clock_now(request)
         answer = DisplayCode(mode=mode, url=url, svg=codes.render(url).svg, expires_at=signer.expires_at(now),
                              refresh_after_seconds=max(1, int((signer.expires_at(now) - now).total_seconds())))
+    elif url is not None:
+        answer = DisplayCode(mode=mode, url=url, svg=codes.render(url).svg, expires_at=None,
+                             refresh_after_seconds=None)
     else:
         answer = DisplayCode(mode=mode, url=row["payload"], svg=row["svg"], expires_at=None,
                              refresh_after_seconds=None)
@@ -216,9 +251,9 @@ async def get_display_code(meeting_id: str, user: Reader, request: Request, mode
              description="The addresses never change path (printed codes keep working); this rewrites the images "
                          "after a change of the public base URL (spec: regenerate after migration).")
 async def regenerate_codes(meeting_id: str, user: Updater, session: SessionDep, now: NowDep,
-                           settings: SettingsDep) -> QrCodesRegenerated:
+                           settings: SettingsDep, request: Request) -> QrCodesRegenerated:
     url = base_url(settings)
     await service.regenerate_codes(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id,
                                    base_url=url, now=now)
-    refs = queries.code_refs(meeting_id, now, url)
+    refs = queries.code_refs(meeting_id, now, url, offline_code=check_in_codes(request).offline_code(meeting_id))
     return QrCodesRegenerated.model_validate(refs)

@@ -166,8 +166,8 @@ class MeetingSummary(BaseModel):
     timezone: str
     start_time_local: str
     status: ClockStatus
-    series_id: uuid.UUID | None
-    organizer_id: uuid.UUID
+    series_id: uuid.UUID | None = Field(description="Null for an external attendee (the restricted view)")
+    organizer_id: uuid.UUID | None = Field(description="Null for an external attendee (the restricted view)")
     my_identity: str
     my_attendance_status: str | None
 
@@ -214,6 +214,16 @@ class PublicMeetingRead(BaseModel):
     check_in: CheckInWindow
 
 
+class MeetingExternalRead(PublicMeetingRead):
+    """The restricted view of an external attendee (a signed-in walk-in: a live attendance, on no list), the
+    agenda's rule for the meeting itself (spec: 外部访客视图在后端剥离): what the public check-in page shows, and
+    their own attendance. Never the description, online link, organizer, cancel reason, series, counts or codes."""
+
+    view: Literal["restricted"] = "restricted"
+    my_identity: Literal["external"] = "external"
+    my_attendance: MyAttendance | None
+
+
 # --- check-in --------------------------------------------------------------------------------------------
 
 
@@ -221,7 +231,8 @@ class CheckInRequest(Strict):
     mode: Mode
     device_id: DeviceId
     code: Annotated[str, StringConstraints(max_length=64)] | None = Field(
-        None, description="The rotating code from the display page, when the meeting asks for one")
+        None, description="The `code` of the scanned address: required offline (the meeting's offline code), and "
+                          "online when the meeting asks for a rotating code (from the display page)")
 
 
 class GuestCheckInRequest(CheckInRequest):

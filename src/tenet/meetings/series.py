@@ -34,8 +34,8 @@ from tenet.meetings.models import (
     TemplateAttendee,
 )
 
-_PART = re.compile(r"^[A-Z]+=[A-Za-z0-9,:+-]+$")
-_UNTIL = re.compile(r"^(\d{8})(T(\d{6})(Z?))?$")
+_PART = re.compile(r"^[A-Z]+=[A-Za-z0-9,:+-]+\Z")
+_UNTIL = re.compile(r"^(\d{8})(T(\d{6})(Z?))?\Z")
 MAX_YEARS = 3
 SERIES_FIELDS = ("title", "description", "location", "online_link", "city", "organizer_id", "late_grace_minutes",
                  "checkin_opens_minutes_before", "rotating_online_code", "offline_checkin_enabled")

@@ -222,8 +222,12 @@ async def calendar_feed(request: Request,
     if feed_id is None:
         raise errors.CalendarFeedNotFound()
     at = clock_now(request)
-    await request.app.state.rate_limiter.consume(f"social-calendar-feed:{feed_id}", _own(settings).calendar_feed_limit,
-                                                 at, "calendar feed requests")
+    # A reset feed's old token still verifies: only a feed that exists is counted (no row for a dead one).
+    counted = await request.app.state.rate_limiter.consume(
+        f"social-calendar-feed:{feed_id}", _own(settings).calendar_feed_limit, at, "calendar feed requests",
+        only_if=profiles.feed_exists(feed_id))
+    if counted is None:
+        raise errors.CalendarFeedNotFound()
     body = await calendar.feed(reads(request), feed_id=feed_id, now=at)
     return Response(content=body, media_type="text/calendar; charset=utf-8",
                     headers={"Cache-Control": "private, max-age=300"})

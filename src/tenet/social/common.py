@@ -29,6 +29,18 @@ async def require_active_accounts(session: AsyncSession, user_ids: Iterable[uuid
     await iam_service.require_active_accounts(session, user_ids)
 
 
+async def is_active_account(session: AsyncSession, user_id: uuid.UUID) -> bool:
+    """`require_active_accounts` for the other party of a command, answered rather than raised: the command
+    decides what to say, and says the same for a missing account as for one who refuses (issue 24 item 9)."""
+    from tenet.iam.errors import AccountNotActive
+
+    try:
+        await require_active_accounts(session, [user_id])
+    except AccountNotActive:
+        return False
+    return True
+
+
 async def active_account_ids(session: AsyncSession, user_ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
     """Share-lock the recipients of a fan-out (id order) and answer those that are active.
 

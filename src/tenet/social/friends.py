@@ -24,7 +24,7 @@ from tenet.kernel.ratelimit import consume_in
 from tenet.kernel.settings import Rate
 from tenet.kernel.transitions import Refusal, transition
 from tenet.social import errors, lifecycles
-from tenet.social.common import require_active_accounts
+from tenet.social.common import is_active_account, require_active_accounts
 from tenet.social.models import Friendship, InboxMessage
 
 
@@ -78,15 +78,12 @@ async def request(session: AsyncSession, *, user_id: uuid.UUID, target_id: uuid.
                   inbox_limit: Rate | None, now: datetime) -> tuple[Friendship, bool]:
     """Ask `target_id` to be friends. Answers the friendship and whether a request was made (False: the
     other party's pending request was accepted instead)."""
-    from tenet.iam.errors import AccountNotActive
-
     if target_id == user_id:
         raise errors.FriendRequestToSelf()
     await require_active_accounts(session, [user_id])
-    try:
-        await require_active_accounts(session, [target_id])
-    except AccountNotActive:
-        raise errors.UserNotFound() from None
+    if not await is_active_account(session, target_id):
+        # The answer of one who refuses requests: a stranger must not learn who has an account (issue 24 item 9).
+        raise errors.RecipientUnavailable()
     low, high = pair(user_id, target_id)
     inserted = (await session.execute(text("""
         INSERT INTO social.friendships (id, user_low_id, user_high_id, initiator_id, status, requested_at, version,

@@ -28,7 +28,7 @@ from tenet.kernel.ratelimit import consume_in
 from tenet.kernel.settings import Rate
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.social import errors, lifecycles
-from tenet.social.common import require_active_accounts
+from tenet.social.common import is_active_account, require_active_accounts
 from tenet.social.models import MEMBER_UNIQUE, OPEN_ACTION_INDEX, Group, GroupMember, InboxMessage
 from tenet.social.permissions import Action, require
 
@@ -153,19 +153,15 @@ async def invite(session: AsyncSession, *, group_id: uuid.UUID, actor_id: uuid.U
                  inbox_limit: Rate | None, max_members: int, now: datetime) -> InboxMessage:
     """An actionable group_invitation in the invitee's inbox (a friend of the inviter, not a member, at most one
     open per group and person)."""
-    from tenet.iam.errors import AccountNotActive
-
     await require_active_accounts(session, [actor_id])
-    try:
-        await require_active_accounts(session, sorted({user_id}))
-    except AccountNotActive:
-        raise errors.UserNotFound() from None
+    # Locked first (the global lock order), judged after the group: one outside it learns nothing about who
+    # exists, and inside it anyone not a friend (missing, inactive, blocked, a stranger) gets one answer.
+    invitee_active = await is_active_account(session, user_id)
     group, _caller = await _command(session, group_id, actor_id, Action.INVITE)
-    relation = await _are_friends(session, actor_id, user_id)
-    if relation == "blocked":
-        raise errors.RecipientUnavailable()
-    if relation != "accepted":
+    if await _are_friends(session, actor_id, user_id) != "accepted":
         raise errors.InviteeNotFriend()
+    if not invitee_active:
+        raise errors.RecipientUnavailable()  # a friend, suspended (D-26)
     if await current_member(session, group_id, user_id) is not None:
         raise errors.AlreadyGroupMember(user_id=str(user_id))
     open_id = (await session.execute(text("""

@@ -32,7 +32,7 @@ from tenet.kernel.ratelimit import consume_in
 from tenet.kernel.settings import Rate
 from tenet.kernel.transitions import Refusal, transition
 from tenet.social import errors, lifecycles, recurrence
-from tenet.social.common import active_account_ids, require_active_accounts
+from tenet.social.common import active_account_ids, is_active_account, require_active_accounts
 from tenet.social.models import SUBSCRIPTION_UNIQUE, InboxMessage, ScheduleItem, ScheduleSubscription
 
 VIEW, INVITE, EDIT = 1, 2, 4
@@ -272,22 +272,17 @@ async def share(session: AsyncSession, *, item_id: uuid.UUID, actor_id: uuid.UUI
     with a group the caller is a current member of (active at once; an informational message to each active
     member). Needs `invite`; grants at most what the caller holds."""
     await require_active_accounts(session, [actor_id])
-    if subject_type == "user" and subject_id != actor_id:
-        await _require_recipient(session, subject_id)
+    # The recipient's account is locked first (the global lock order) but judged only after the item: one who
+    # may not invite on it learns nothing about who exists (issue 24 item 9).
+    offered_to_another = subject_type == "user" and subject_id != actor_id
+    recipient_active = not offered_to_another or await is_active_account(session, subject_id)
     decision = await decide(session, item_id, actor_id)
     decision.require(INVITE)
     if subject_type == "user":
+        if not recipient_active:
+            raise errors.RecipientUnavailable()  # as for one who blocked the sharer
         return await _offer(session, decision, subject_id, permission, notify_level, actor_id, inbox_limit, now)
     return await _share_with_group(session, decision, subject_id, permission, notify_level, actor_id, now)
-
-
-async def _require_recipient(session: AsyncSession, user_id: uuid.UUID) -> None:
-    from tenet.iam.errors import AccountNotActive
-
-    try:
-        await require_active_accounts(session, [user_id])
-    except AccountNotActive:
-        raise errors.SubscriptionSubjectNotFound() from None
 
 
 def _granted(permission: list[str] | None, default_bits: int, held: int) -> list[str]:
@@ -345,10 +340,11 @@ async def _share_with_group(session: AsyncSession, decision: Decision, group_id:
                             ) -> ScheduleSubscription:
     item = decision.item
     row = (await session.execute(text("""
-        SELECT g.status, m.role FROM social.groups g
+        SELECT g.status, g.visibility, m.role FROM social.groups g
           LEFT JOIN social.group_members m ON m.group_id = g.id AND m.user_id = :me AND m.status <> 'removed'
          WHERE g.id = :g FOR SHARE OF g"""), {"g": group_id, "me": actor_id})).one_or_none()
-    if row is None:
+    # A group the caller may not see (private or archived, not theirs) answers as a missing one.
+    if row is None or (row.role is None and (row.visibility != "public" or row.status != "active")):
         raise errors.SubscriptionSubjectNotFound()
     if row.role is None:
         raise errors.NotGroupMember(group_id=str(group_id))

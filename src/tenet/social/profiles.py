@@ -15,7 +15,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import ColumnElement, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -25,6 +25,7 @@ from tenet.kernel.db_errors import violated_constraint
 from tenet.kernel.errors import ValidationFailed
 from tenet.social import errors, settings_schema
 from tenet.social.common import new_feed_id
+from tenet.social.models import Profile
 
 PROFILE_COLUMNS = "id, username, avatar_url, bio, created_at, updated_at, version"
 AGENT_COLUMNS = "id, user_id, llm_id, agent_type, status, capability_version, config, updated_at, version"
@@ -125,6 +126,11 @@ def feed_id_of(secret: str, token: str) -> str | None:
         return None
     feed_id = token[len(TOKEN_PREFIX) + 1: len(TOKEN_PREFIX) + 1 + 22]
     return feed_id if hmac.compare_digest(feed_token(secret, feed_id), token) else None
+
+
+def feed_exists(feed_id: str) -> ColumnElement[bool]:
+    """The condition the feed's rate limit counts under (calendar.feed answers 404 for anything else)."""
+    return select(Profile.id).where(Profile.calendar_feed_id == feed_id, Profile.deleted_at.is_(None)).exists()
 
 
 async def reset_feed(session: AsyncSession, *, user_id: uuid.UUID, now: datetime) -> str:

@@ -43,8 +43,8 @@ def in_range(moment: datetime) -> bool:
     return moment.tzinfo is not None and SUPPORTED_FROM <= moment < SUPPORTED_UNTIL
 _ALLOWED_PARTS = {"FREQ", "INTERVAL", "COUNT", "UNTIL", "BYDAY", "BYMONTHDAY", "BYMONTH", "BYYEARDAY", "BYWEEKNO",
                   "BYSETPOS", "WKST"}
-_PART = re.compile(r"^[A-Z]+=[A-Za-z0-9,+-]+$")
-_UNTIL = re.compile(r"^\d{8}T\d{6}Z$")
+_PART = re.compile(r"^[A-Z]+=[A-Za-z0-9,+-]+\Z")
+_UNTIL = re.compile(r"^\d{8}T\d{6}Z\Z")
 
 
 def zone(name: str) -> ZoneInfo:

@@ -19,9 +19,9 @@ from tenet.kernel.zones import is_iana_zone
 
 CURRENT_VERSION = 1
 
-_LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$")
-_ZONE_SHAPE = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$")
-_CLOCK = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+_LANGUAGE = re.compile(r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}\Z")
+_ZONE_SHAPE = re.compile(r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}\Z")
+_CLOCK = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]\Z")
 _AUDIENCE = ("everyone", "friends", "nobody")
 
 

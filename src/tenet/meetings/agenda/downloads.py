@@ -17,7 +17,7 @@ from starlette.responses import Response, StreamingResponse
 from tenet.meetings.agenda import errors
 from tenet.meetings.agenda.storage import Storage
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)\Z")
 _UNSAFE = re.compile(r'["\\\x00-\x1f\x7f;]')
 _ATTR_CHARS = "!#$&+-.^_`|~"
 

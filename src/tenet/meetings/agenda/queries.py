@@ -19,10 +19,10 @@ from tenet.kernel.reads import Reads, Row
 from tenet.meetings import errors as meeting_errors
 from tenet.meetings.agenda import errors
 from tenet.meetings.agenda.models import NO_DUE
-from tenet.meetings.permissions import MANAGER_ROLES
+from tenet.meetings.permissions import MANAGER_ROLES, TABLE, Action
 from tenet.meetings.queries import BASE, valid_meeting_id
 
-PARTICIPANTS = ("manager", "creator", "organizer", "attendee")
+PARTICIPANTS = tuple(sorted(identity.value for identity in TABLE[Action.VIEW_DETAILS]))  # the full view
 _IDENTITY = """
     CASE WHEN %(manager)s THEN 'manager'
          WHEN m.created_by_id = %(caller)s THEN 'creator'

@@ -1,4 +1,5 @@
-// The check-in page the QR codes lead to (/meetingattendance/check-in/<id>?mode=online|offline[&code=...]).
+// The check-in page the QR codes lead to (/meetingattendance/check-in/<id>?mode=online|offline[&code=...]; the
+// offline code's address always carries its code, a rotating online code's the current one).
 // It only calls the public JSON API: the rules (window, lateness, device limit, rate limit) live in the service.
 // A random device id is kept in localStorage so one browser checks in one person per meeting; an access token
 // (when a user signs in) stays in page memory only.
@@ -22,6 +23,9 @@ const MESSAGES = {
   CHECK_IN_CODE_REQUIRED: "Scan the code shown on the screen in the room.",
   CHECK_IN_CODE_INVALID: "This code is not valid. Scan the code shown on the screen again.",
   CHECK_IN_CODE_EXPIRED: "This code has expired: scan the screen again.",
+  CHECK_IN_OFFLINE_CODE_REQUIRED: "This printed code is out of date. Scan the code shown in the room, " +
+    "or ask the organizer for the current one.",
+  CHECK_IN_OFFLINE_CODE_INVALID: "This is not the printed code of this meeting. Scan the code shown in the room.",
   GUEST_NAME_REQUIRED: "Please enter your name.",
   GUEST_CHECKIN_LIMIT_REACHED: "Too many check-ins from this network right now. Wait a minute and try again.",
   INVALID_CREDENTIALS: "Email or password is wrong.",

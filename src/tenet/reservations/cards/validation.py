@@ -20,8 +20,8 @@ from tenet.reservations.cards.definitions import CardDefinition, FieldDefinition
 from tenet.reservations.keys import UnusableKey, normalize_key
 
 Mode = Literal["draft", "confirm"]
-_DECIMAL = re.compile(r"^-?\d{1,12}(\.\d{1,4})?$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DECIMAL = re.compile(r"^-?\d{1,12}(\.\d{1,4})?\Z")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 MESSAGES = {
     "UNKNOWN_FIELD": "not a field of this card",
     "WRONG_TYPE": "wrong type",
