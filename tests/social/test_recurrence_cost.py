@@ -15,6 +15,7 @@ import pytest
 from dateutil import rrule as dateutil_rrule
 from tests.support.loop import answered_while_paused, pausing
 from tests.support.recurrence import counting_dateutil_periods
+from tests.support.rows import counting_rows_read
 
 from tenet.social import automations
 
@@ -77,6 +78,27 @@ class TestReadAtTheWindow:
         reminders = (await api.ok(api.get(ann, "/inbox", message_type="schedule_reminder", limit=200)))["items"]
         assert len(reminders) == 150
         assert walked.periods <= 150 * (1 + SLACK), walked.periods
+
+
+class TestDigest:
+    async def test_the_digest_reads_the_todos_it_lists_not_every_pending_one(self, api, ann, clock, db, engine):
+        """It loaded every pending todo due before the horizon (the overdue ones since ever) to count them: a
+        loop whose length the owner decides. The counts come from the database; only the listed rows travel."""
+        for n in range(30):
+            await api.ok(api.post(ann, "/todos", {"title": f"Late {n}", "due_at": "2025-12-01T00:00:00Z"}), 201)
+            await api.ok(api.post(ann, "/todos", {"title": f"Soon {n}", "due_at": "2026-01-05T20:00:00Z"}), 201)
+        job = await api.ok(api.post(ann, "/automations", {
+            "name": "Digest", "job_type": "todo_digest", "schedule_type": "daily", "schedule_time": "09:00",
+            "params": {"max_items": 5}}), 201)
+        await api.ok(api.post(ann, f"/automations/{job['id']}/run-now"), 202)
+        with counting_rows_read(engine, "social.todos") as read:
+            await automations.drain(db, clock=clock, default_timezone="UTC", lease_seconds=120,
+                                    retry_base_seconds=60)
+        [digest] = (await api.ok(api.get(ann, "/inbox", message_type="todo_digest")))["items"]
+        assert (digest["content"]["pending_count"], digest["content"]["overdue_count"]) == (30, 30)
+        listed = [t["title"] for t in digest["content"]["todos"]]
+        assert len(listed) == 5 and all(title.startswith("Late ") for title in listed), listed  # by due_at, id
+        assert read.rows == 5, read.rows
 
 
 async def _healthz(client):

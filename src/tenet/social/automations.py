@@ -573,22 +573,26 @@ async def _todo_digest(session: AsyncSession, job: AutomationJob, claimed: Claim
                        default_timezone: str) -> dict[str, Any]:
     at = claimed.scheduled_at
     horizon = at + timedelta(days=param(job, "horizon_days"))
+    # The owner decides how many todos are pending: the database counts them, only the listed ones are read.
     rows = (await session.execute(text("""
-        SELECT id, title, due_at, priority FROM social.todos
+        SELECT id, title, due_at, priority, count(*) OVER () AS total,
+               count(*) FILTER (WHERE due_at < :at) OVER () AS overdue
+          FROM social.todos
          WHERE owner_id = :u AND status = 'pending' AND due_at IS NOT NULL AND due_at < :horizon
            AND (:overdue OR due_at >= :at)
-         ORDER BY due_at, id"""),
-        {"u": job.owner_id, "horizon": horizon, "at": at, "overdue": param(job, "include_overdue")})).all()
-    overdue = sum(1 for r in rows if r.due_at < at)
+         ORDER BY due_at, id LIMIT :listed"""),
+        {"u": job.owner_id, "horizon": horizon, "at": at, "overdue": param(job, "include_overdue"),
+         "listed": param(job, "max_items")})).all()
+    total, overdue = (rows[0].total, rows[0].overdue) if rows else (0, 0)
     if not rows and param(job, "skip_if_empty"):
         return {"pending_count": 0, "overdue_count": 0, "message_id": None}
     listed = [{"id": str(r.id), "title": r.title, "due_at": r.due_at.isoformat(), "priority": r.priority}
-              for r in rows[: param(job, "max_items")]]
+              for r in rows]
     message_id = await _message(session, recipient=job.owner_id, kind="todo_digest", job=job, run_id=claimed.run_id,
                                 dedup=f"todo_digest:{claimed.run_id}", now=now,
-                                content={"pending_count": len(rows) - overdue, "overdue_count": overdue,
+                                content={"pending_count": total - overdue, "overdue_count": overdue,
                                          "todos": listed})
-    return {"pending_count": len(rows) - overdue, "overdue_count": overdue, "message_id": message_id}
+    return {"pending_count": total - overdue, "overdue_count": overdue, "message_id": message_id}
 
 
 async def _message(session: AsyncSession, *, recipient: uuid.UUID, kind: str, job: AutomationJob,
