@@ -8,16 +8,21 @@ pausing the work until another request has been answered (tests/support/loop.py)
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections import deque
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import icalendar
 import pytest
 from dateutil import rrule as dateutil_rrule
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.support.loop import answered_while_paused, pausing
 from tests.support.recurrence import counting_dateutil_periods
 from tests.support.rows import counting_rows_read
 
-from tenet.social import automations
+from tenet.kernel import recurrence as kernel_recurrence
+from tenet.social import automations, errors, recurrence
 
 # The probe's items: daily from 2 January 1900, at 09:00 in London (GMT in winter since 1900, BST in summer).
 OLD_DAILY = {"start_at": "1900-01-02T09:00:00+00:00", "end_at": "1900-01-02T10:00:00+00:00",
@@ -78,6 +83,58 @@ class TestReadAtTheWindow:
         reminders = (await api.ok(api.get(ann, "/inbox", message_type="schedule_reminder", limit=200)))["items"]
         assert len(reminders) == 150
         assert walked.periods <= 150 * (1 + SLACK), walked.periods
+
+
+SERIES_RULES = ["FREQ=DAILY;COUNT=40", "FREQ=WEEKLY;BYDAY=MO,TH;COUNT=25", "FREQ=MONTHLY;BYMONTHDAY=31;COUNT=12",
+                "FREQ=MONTHLY;BYDAY=-1FR;COUNT=1000", "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;COUNT=30",
+                "FREQ=DAILY;INTERVAL=3;BYDAY=SA,SU;COUNT=200", "FREQ=WEEKLY;INTERVAL=2;COUNT=7",
+                "FREQ=DAILY;UNTIL=20300101T000000Z", "FREQ=MONTHLY;BYMONTHDAY=-1;UNTIL=21990615T000000Z",
+                "FREQ=YEARLY;UNTIL=21991231T235959Z",
+                "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=TH;UNTIL=21000101T000000Z"]
+
+
+class TestSameOccurrences:
+    @settings(max_examples=120, deadline=None)
+    @given(rule=st.sampled_from(SERIES_RULES),
+           zone=st.sampled_from(["UTC", "Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Asia/Tokyo"]),
+           day=st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2199, 1, 1)),
+           length=st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=3)),
+           ahead=st.timedeltas(min_value=timedelta(days=-30), max_value=timedelta(days=4000)),
+           span=st.timedeltas(min_value=timedelta(hours=1), max_value=timedelta(days=400)))
+    def test_a_series_read_at_the_window_is_the_walk_from_its_start(self, rule, zone, day, length, ahead, span):
+        """series_end_at is the end of the walk's last occurrence, and the occurrences in a window are the walk's,
+        a COUNT rule read through series_end_at included."""
+        # The start is an occurrence (RFC 5545 counts DTSTART as one): the rule's first from the drawn day.
+        first = next(kernel_recurrence.expand(rule, day.replace(microsecond=0, tzinfo=ZoneInfo(zone))), None)
+        if first is None:
+            return
+        start = first.astimezone(UTC)
+        try:
+            series = recurrence.check_series(start_at=start, end_at=start + length, timezone=zone,
+                                             recurrence_rule=rule)
+        except (errors.RecurrenceRuleInvalid, errors.ScheduleItemInvalid):
+            return  # the drawn UNTIL is before the first occurrence, or the end lies past the supported range
+        walked = deque(kernel_recurrence.expand(rule, start.astimezone(ZoneInfo(zone))), maxlen=1)
+        assert series.series_end_at == walked[0].astimezone(UTC) + length
+        window_from = min(start + ahead, kernel_recurrence.SUPPORTED_UNTIL - timedelta(days=1))
+        window_to = min(window_from + span, kernel_recurrence.SUPPORTED_UNTIL)
+        expected = list(_overlapping(rule, start, length, zone, window_from, window_to))
+        for series_end_at in (series.series_end_at, None):
+            found = recurrence.occurrences(start_at=start, end_at=start + length, timezone=zone,
+                                           recurrence_rule=series.rule, series_end_at=series_end_at,
+                                           window_from=window_from, window_to=window_to)
+            assert [o.start_at for o in found] == expected
+
+
+def _overlapping(rule: str, start: datetime, length: timedelta, zone: str, window_from: datetime,
+                 window_to: datetime):
+    """The occurrences overlapping the window, found by the walk from the start."""
+    for local in kernel_recurrence.expand(rule, start.astimezone(ZoneInfo(zone))):
+        begins = local.astimezone(UTC)
+        if begins >= window_to:
+            return
+        if begins + length > window_from or (length == timedelta(0) and begins >= window_from):
+            yield begins
 
 
 class TestDigest:
