@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from dateutil.rrule import rrulestr
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tenet.kernel.recurrence import SUPPORTED_UNTIL, expand
@@ -147,3 +147,89 @@ class TestTruncated:
         occurrences = expand(rule, datetime(2026, 1, 1, tzinfo=UTC), stop=stop)
         list(occurrences)
         assert occurrences.truncated is truncated
+
+
+# Rules whose meaning leans on DTSTART (the parts dateutil takes from it, the first week cut at DTSTART for
+# BYSETPOS), and random ones as in TestRefused.
+WINDOW_RULES = [
+    *RULES, "FREQ=DAILY", "FREQ=WEEKLY", "FREQ=MONTHLY", "FREQ=YEARLY", "FREQ=YEARLY;BYMONTH=3,10",
+    "FREQ=MONTHLY;INTERVAL=5", "FREQ=WEEKLY;INTERVAL=3;WKST=SU", "FREQ=WEEKLY;INTERVAL=2;WKST=TH",
+    "FREQ=DAILY;BYHOUR=8,20;BYMINUTE=15", "FREQ=WEEKLY;BYDAY=MO,FR;BYSETPOS=1",
+    "FREQ=YEARLY;INTERVAL=3;BYWEEKNO=1;BYDAY=MO,SU;BYSETPOS=-1", "FREQ=DAILY;INTERVAL=10;BYSECOND=0,30",
+    "FREQ=MONTHLY;INTERVAL=7;BYSETPOS=2;BYDAY=SA,SU", "FREQ=YEARLY;INTERVAL=4",
+]
+ZONES = [None, "UTC", "Europe/Paris", "America/New_York", "Europe/London", "Australia/Lord_Howe", "Pacific/Apia",
+         "Pacific/Kwajalein", "America/Sao_Paulo", "Asia/Kathmandu", "America/St_Johns", "Antarctica/Troll"]
+random_rules = st.builds(
+    lambda freq, parts: ";".join([f"FREQ={freq}"] + [f"{k}={v}" for k, v in parts.items()]),
+    st.sampled_from(["DAILY", "WEEKLY", "MONTHLY", "YEARLY"]),
+    st.dictionaries(
+        st.sampled_from(["INTERVAL", "COUNT", "BYMONTH", "BYMONTHDAY", "BYYEARDAY", "BYWEEKNO", "BYDAY", "BYSETPOS",
+                         "WKST", "UNTIL", "BYHOUR", "BYMINUTE"]),
+        st.one_of(st.integers(1, 40).map(str),
+                  st.lists(st.integers(-60, 60), min_size=1, max_size=3).map(lambda v: ",".join(map(str, v))),
+                  st.sampled_from(["MO", "2TU", "-1FR", "5SU", "-5SA", "+3WE", "SU,TH", "FR", "WE",
+                                   "20300101T000000", "21991231T235959", "20300101T000000Z", "20991231T120000Z"])),
+        max_size=4))
+
+
+def _from(occurrences, after: datetime, stop: datetime | None):
+    """The walk from DTSTART, filtered: what the window-started expansion must give."""
+    for occurrence in occurrences:
+        instant = occurrence if occurrence.tzinfo else occurrence.replace(tzinfo=UTC)
+        if stop is not None and instant >= stop:
+            return
+        if instant >= after:
+            yield occurrence
+
+
+class TestStartedAtTheWindow:
+    @settings(max_examples=300, deadline=None)
+    @given(rule=st.one_of(st.sampled_from(WINDOW_RULES), random_rules), zone=st.sampled_from(ZONES),
+           day=st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2199, 12, 31)),
+           ahead=st.timedeltas(min_value=timedelta(days=-400), max_value=timedelta(days=25_000)),
+           span=st.none() | st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=800)))
+    @example(rule="FREQ=WEEKLY;BYDAY=MO,FR;BYSETPOS=1", zone=None, day=datetime(2026, 3, 4, 9),
+             ahead=timedelta(days=30), span=None)  # DTSTART's week is cut at DTSTART: Friday is its first
+    @example(rule="FREQ=YEARLY", zone="Europe/Paris", day=datetime(2024, 2, 29, 2, 30), ahead=timedelta(days=1500),
+             span=None)  # Feb 29 only, at a wall time that some years does not exist
+    @example(rule="FREQ=MONTHLY", zone="America/New_York", day=datetime(2026, 1, 31, 1, 30),
+             ahead=timedelta(days=280), span=timedelta(days=40))  # the 31st only; 01:30 twice in November
+    @example(rule="FREQ=DAILY", zone="Pacific/Apia", day=datetime(2011, 12, 1, 12), ahead=timedelta(days=28, hours=11),
+             span=timedelta(days=3))  # Samoa skipped 30 December 2011
+    def test_it_gives_exactly_the_walk_from_dtstart_s_occurrences(self, rule, zone, day, ahead, span):
+        start = day.replace(microsecond=0, tzinfo=None if zone is None else ZoneInfo(zone))
+        after = (start if zone else start.replace(tzinfo=UTC)).astimezone(UTC) + ahead
+        stop = None if span is None else after + span
+        try:
+            windowed = expand(rule, start, after=after, stop=stop)
+        except ValueError:
+            with pytest.raises(ValueError):
+                expand(rule, start)
+            return
+        expected = list(itertools.islice(_from(expand(rule, start), after, stop), 40))
+        assert list(itertools.islice(windowed, 40)) == expected
+
+    @pytest.mark.parametrize(("rule", "start", "periods"), [
+        ("FREQ=DAILY", datetime(1900, 1, 2, 9, 0, tzinfo=ZoneInfo("Europe/London")), 7 + 3),
+        ("FREQ=DAILY;INTERVAL=3", datetime(1900, 1, 2, 9, 0), 3 + 2),
+        ("FREQ=WEEKLY;BYDAY=TU,TH", datetime(1900, 1, 2, 9, 0, tzinfo=ZoneInfo("America/New_York")), 2 + 1),
+        ("FREQ=MONTHLY;BYMONTHDAY=-1", datetime(1900, 1, 31, 9, 0, tzinfo=PARIS), 1 + 1),
+        ("FREQ=YEARLY", datetime(1900, 1, 2, 9, 0, tzinfo=PARIS), 1 + 1),
+    ])
+    def test_a_window_two_centuries_after_the_start_walks_from_the_window(self, rule, start, periods):
+        """The walk from DTSTART to December 2199 was 110,000 days for a daily rule."""
+        after, stop = datetime(2199, 12, 20, tzinfo=UTC), datetime(2199, 12, 27, tzinfo=UTC)
+        with counting_dateutil_periods() as walked:
+            found = list(expand(rule, start, after=after, stop=stop))
+        assert found == list(_from(expand(rule, start), after, stop))
+        assert walked.periods <= periods, walked.periods
+
+    def test_a_count_rule_is_walked_from_dtstart(self):
+        """Which occurrences a COUNT keeps depends on every earlier one: it is not moved (callers that know its last
+        occurrence read it as an UNTIL rule)."""
+        start, after = datetime(1900, 1, 1, 9, 0), datetime(1902, 9, 20, tzinfo=UTC)
+        with counting_dateutil_periods() as walked:
+            found = list(expand("FREQ=DAILY;COUNT=1000", start, after=after))
+        assert found == list(_from(expand("FREQ=DAILY;COUNT=1000", start), after, None)) and len(found) == 8
+        assert walked.periods == 1000

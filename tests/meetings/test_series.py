@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from dateutil import rrule as dateutil_rrule
 from sqlalchemy import text
 
 from tests.meetings.conftest import code, ma_rules_hold
+from tests.support.loop import answered_while_paused, pausing
 from tests.support.recurrence import ONE_BOUNDED_WALK, counting_dateutil_periods
 
 # Frozen clock of these tests: Monday 23 February 2026, 12:00 UTC.
@@ -85,6 +87,20 @@ class TestGeneration:
                 "duration_minutes": 30, "rrule": rrule})
         assert (response.status_code, code(response)) == (422, "RECURRENCE_INVALID"), response.text
         assert walked.periods <= ONE_BOUNDED_WALK, walked.periods
+
+    @pytest.mark.parametrize("rrule", ["FREQ=DAILY;COUNT=5;BYMONTH=2;BYMONTHDAY=30", "FREQ=WEEKLY;BYDAY=MO;COUNT=4"])
+    async def test_the_rule_is_expanded_off_the_event_loop(self, ma, manager, client, rrule):
+        """A rule that never matches walks to the end of the supported range (bounded, but CPU work): /healthz
+        answers while it is paused mid-walk (tests/support/loop.py)."""
+        async def healthz():
+            return await client.get("/healthz")
+
+        with pausing(dateutil_rrule._iterinfo, "ddayset" if "DAILY" in rrule else "wdayset") as pause:
+            response, health = await answered_while_paused(pause, ma.call("POST", "/series", manager, json={
+                "title": "S", "timezone": "Asia/Tokyo", "start_date": "2026-03-02", "start_local_time": "09:00",
+                "duration_minutes": 30, "rrule": rrule}), healthz)
+        assert health.status_code == 200
+        assert response.status_code == (422 if "BYMONTHDAY=30" in rrule else 201), response.text
 
     @pytest.mark.invariant("MA-INV-02")
     @pytest.mark.parametrize("body", [

@@ -16,6 +16,17 @@ after the last one instead of looking for a next candidate.
 
 Sub-daily frequencies are refused: a walk of SECONDLY periods costs 86,400 times a daily one.
 
+An expansion asked for the occurrences `after` an instant starts there, not at DTSTART (a daily series from 1900 read
+in 2026 walked 46,000 days). DTSTART moves forward by whole periods (FREQ x INTERVAL), to the first day of the last
+period that begins at least two days before `after` (wall time in the start's zone: no zone's offset has changed
+by that much), so the rule keeps its phase; the parts dateutil would otherwise take from DTSTART (the time of day,
+WEEKLY's weekday, MONTHLY's day of the month, YEARLY's month and day) are written out first, so moving the start
+changes no occurrence (tests/kernel/test_recurrence.py compares it with the walk from DTSTART for random rules,
+starts, zones and windows). The walk then costs the periods from there to the first occurrence past the caller's
+window (dateutil only stops on a match): for a rule that matches no more, still at most the bounded walk. A rule
+with COUNT is not moved (which occurrences count depends on all the earlier ones): it walks from DTSTART, at most
+the bounded walk; callers that know the last occurrence read it as the UNTIL rule with the same occurrences.
+
 The expansion is wall-clock arithmetic, as RFC 5545 asks: with an aware start the rule repeats its wall time
 in the start's zone (each occurrence gets that tzinfo, fold 0, like dateutil's own), with a naive start
 occurrences are naive. UNTIL must then be a UTC time (aware start) or a local one (naive start), as
@@ -24,9 +35,10 @@ dateutil requires.
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from dateutil.rrule import rrule, rrulestr
 
@@ -42,6 +54,10 @@ _RANGES = {"BYMONTH": (1, 12, False), "BYMONTHDAY": (1, 31, True), "BYYEARDAY": 
            "BYWEEKNO": (1, 53, True), "BYSETPOS": (1, 366, True), "BYHOUR": (0, 23, False),
            "BYMINUTE": (0, 59, False), "BYSECOND": (0, 60, False)}
 _WEEKDAY = re.compile(r"^([+-]?)(\d{1,2})?(MO|TU|WE|TH|FR|SA|SU)\Z")
+_WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+# More than any time zone's offset has ever changed at once (at most a day: Samoa and Kwajalein crossing the date
+# line): an occurrence at or after an instant starts on a local day at most this long before the instant's.
+_ZONE_MARGIN = timedelta(days=2)
 
 
 def _until(value: str) -> datetime:
@@ -89,13 +105,16 @@ def _check_values(values: dict[str, str]) -> None:
         raise ValueError("WKST is a weekday (MO..SU)")
 
 
-def expand(rule: str, start: datetime, *, stop: datetime | None = None) -> Occurrences:
+def expand(rule: str, start: datetime, *, after: datetime | None = None, stop: datetime | None = None
+           ) -> Occurrences:
     """The occurrences of `rule` (an RRULE value, optionally prefixed `RRULE:`) from DTSTART `start`, in order,
-    before `stop` (aware; default and at most `SUPPORTED_UNTIL`; a naive start's occurrences are compared with
-    it as UTC wall times). The rule is read at once: a ValueError says why it cannot be expanded (unreadable,
-    sub-daily, BYEASTER, COUNT with UNTIL, a value outside RFC 5545's ranges, UNTIL of the wrong kind, or a
-    start outside the supported range). Once read, iterating does not raise (tests/kernel/test_recurrence.py
-    fuzzes it); after it, `truncated` says whether the rule went on past the bound."""
+    at or after `after` and before `stop` (both aware; `stop` by default and at most `SUPPORTED_UNTIL`; a naive
+    start's occurrences are compared with them as UTC wall times): exactly those of the walk from DTSTART, found
+    from `after` on (see the module's docstring). The rule is read at once: a ValueError says why it cannot be
+    expanded (unreadable, sub-daily, BYEASTER, COUNT with UNTIL, a value outside RFC 5545's ranges, UNTIL of the
+    wrong kind, or a start outside the supported range). Once read, iterating does not raise
+    (tests/kernel/test_recurrence.py fuzzes it); after it, `truncated` says whether the rule went on past the
+    bound."""
     bound = SUPPORTED_UNTIL if stop is None else min(stop, SUPPORTED_UNTIL)
     aware = start.tzinfo is not None
     if not (SUPPORTED_FROM <= (start if aware else start.replace(tzinfo=UTC)) < SUPPORTED_UNTIL):
@@ -125,14 +144,73 @@ def expand(rule: str, start: datetime, *, stop: datetime | None = None) -> Occur
         raise ValueError("UNTIL must be a UTC date-time when the start has a time zone, a local one otherwise")
     pattern = ";".join(f"{name}={value}" for name, value in parts if name not in ("COUNT", "UNTIL"))
     wall = start.replace(tzinfo=None)
+    parsed = _parse(pattern, wall)
+    if after is not None:
+        # Compared as instants (UTC), or as UTC wall times for a naive start, like the bound.
+        after = min(after, bound).astimezone(UTC)
+        if count is None:
+            local = after.astimezone(start.tzinfo) if aware else after
+            moved = _period_start(values, wall.date(), local.date() - _ZONE_MARGIN)
+            if moved is not None:
+                parsed = _parse(";".join([pattern, *_implicit_parts(values, wall)]), datetime.combine(moved, time(0)))
+    if not aware:
+        bound = bound.astimezone(UTC).replace(tzinfo=None)
+        after = None if after is None else after.replace(tzinfo=None)
+    return Occurrences(parsed, tz=start.tzinfo, count=count, until=until, bound=bound, after=after)
+
+
+def _parse(pattern: str, wall: datetime) -> rrule:
     try:
         parsed = rrulestr(pattern, dtstart=wall.replace(year=wall.year + SHIFT_YEARS))
     except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise ValueError(str(exc)[:200] or "not an RRULE") from None
     if not isinstance(parsed, rrule):
         raise ValueError("one RRULE only")
-    return Occurrences(parsed, tz=start.tzinfo, count=count, until=until,
-                       bound=bound if aware else bound.astimezone(UTC).replace(tzinfo=None))
+    return parsed
+
+
+def _implicit_parts(values: dict[str, str], start: datetime) -> list[str]:
+    """The parts dateutil takes from DTSTART when the rule leaves them out (rrule.__init__, RFC 5545 §3.3.10),
+    written out, so the rule means the same from a later start."""
+    parts = [f"{name}={value}" for name, value in (("BYHOUR", start.hour), ("BYMINUTE", start.minute),
+                                                   ("BYSECOND", start.second)) if name not in values]
+    if not {"BYWEEKNO", "BYYEARDAY", "BYMONTHDAY", "BYDAY"} & values.keys():
+        if values["FREQ"] == "WEEKLY":
+            parts.append(f"BYDAY={_WEEKDAYS[start.weekday()]}")
+        elif values["FREQ"] == "MONTHLY":
+            parts.append(f"BYMONTHDAY={start.day}")
+        elif values["FREQ"] == "YEARLY":
+            parts += ([] if "BYMONTH" in values else [f"BYMONTH={start.month}"]) + [f"BYMONTHDAY={start.day}"]
+    return parts
+
+
+def _period_start(values: dict[str, str], start: date, target: date) -> date | None:
+    """The first day of the last period that begins on or before `target` and lies a whole number of INTERVALs
+    after DTSTART's period (dateutil's periods: days, weeks from WKST, months, years), or None when that is
+    DTSTART's own period. dateutil's first period begins at DTSTART itself; every later one is whole."""
+    interval = int(values.get("INTERVAL", "1"))
+    freq = values["FREQ"]
+    if freq == "DAILY":
+        first, elapsed = start, (target - start).days
+    elif freq == "WEEKLY":
+        week_start = _WEEKDAYS.index(values["WKST"]) if "WKST" in values else calendar.firstweekday()
+        first = start - timedelta(days=(start.weekday() - week_start) % 7)
+        elapsed = (target - first).days // 7
+    elif freq == "MONTHLY":
+        first, elapsed = start.replace(day=1), (target.year - start.year) * 12 + target.month - start.month
+    else:
+        first, elapsed = start.replace(month=1, day=1), target.year - start.year
+    periods = elapsed // interval * interval
+    if periods <= 0:
+        return None
+    if freq == "DAILY":
+        return first + timedelta(days=periods)
+    if freq == "WEEKLY":
+        return first + timedelta(weeks=periods)
+    if freq == "MONTHLY":
+        month = first.month - 1 + periods
+        return date(first.year + month // 12, month % 12 + 1, 1)
+    return date(first.year + periods, 1, 1)
 
 
 class Occurrences(Iterator[datetime]):
@@ -140,22 +218,23 @@ class Occurrences(Iterator[datetime]):
     the rule had more occurrences (it ended neither by COUNT, nor by UNTIL, nor by running out of matches)."""
 
     def __init__(self, parsed: rrule, *, tz: tzinfo | None, count: int | None, until: datetime | None,
-                 bound: datetime) -> None:
+                 bound: datetime, after: datetime | None) -> None:
         self.truncated = False
-        self._steps = self._walk(parsed, tz, count, until, bound)
+        self._steps = self._walk(parsed, tz, count, until, bound, after)
 
     def __next__(self) -> datetime:
         return next(self._steps)
 
     def _walk(self, parsed: rrule, tz: tzinfo | None, count: int | None, until: datetime | None,
-              bound: datetime) -> Iterator[datetime]:
-        for yielded, shifted in enumerate(parsed, start=1):
+              bound: datetime, after: datetime | None) -> Iterator[datetime]:
+        for counted, shifted in enumerate(parsed, start=1):
             occurrence = shifted.replace(year=shifted.year - SHIFT_YEARS, tzinfo=tz)
             if until is not None and occurrence > until:
                 return
             if occurrence >= bound:
                 self.truncated = True
                 return
-            yield occurrence
-            if yielded == count:  # not one more step: the next candidate may be centuries away
+            if after is None or occurrence >= after:
+                yield occurrence
+            if counted == count:  # not one more step: the next candidate may be centuries away
                 return

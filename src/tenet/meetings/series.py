@@ -13,8 +13,10 @@ import re
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, time, timedelta
+from functools import partial
 from typing import Any
 
+import anyio
 from sqlalchemy import delete, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -118,6 +120,12 @@ def dates(rule: str, start_date: date, zone_name: str, *, limit: int) -> list[da
     return found
 
 
+async def _dates_off_loop(rule: str, start_date: date, zone_name: str, *, limit: int) -> list[date]:
+    """`dates` in a worker thread: a rule that stops matching walks to the end of the supported range (bounded,
+    but CPU work a client's rule decides)."""
+    return await anyio.to_thread.run_sync(partial(dates, rule, start_date, zone_name, limit=limit))
+
+
 def check_span(days: list[date], local_time: time, zone_name: str, shift_minutes: int, duration_minutes: int) -> None:
     """The first and the last occurrence (sorted dates) start and end inside the supported range: a date before
     2200 can still be an instant after it in its zone."""
@@ -199,8 +207,8 @@ async def create_series(session: AsyncSession, *, actor_id: uuid.UUID, fields: M
     times.zone(zone_name)
     rule = normalise_rule(values["rrule"])
     exdates = sorted(set(values.get("exdates") or []))
-    days = [d for d in dates(rule, values["start_date"], zone_name, limit=policy.series_max_occurrences)
-            if d not in exdates]
+    days = [d for d in await _dates_off_loop(rule, values["start_date"], zone_name,
+                                             limit=policy.series_max_occurrences) if d not in exdates]
     check_span(days, values["start_local_time"], zone_name, 0, values["duration_minutes"])
     organizer_id = values.get("organizer_id") or actor_id
     await service.require_users(session, explicit | {organizer_id})
@@ -308,7 +316,7 @@ async def update_series(session: AsyncSession, *, series_id: uuid.UUID, actor_id
     created: list[str] = []
     deleted: list[str] = []
     if new_rule is not None and new_rule != series.rrule:
-        days = dates(new_rule, series.start_date, series.timezone, limit=policy.series_max_occurrences)
+        days = await _dates_off_loop(new_rule, series.start_date, series.timezone, limit=policy.series_max_occurrences)
         keep = set(days) - set(series.exdates)
         check_span(sorted(keep), series.start_local_time, series.timezone, series.generation_shift_minutes,
                    series.duration_minutes)

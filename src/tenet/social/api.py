@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, time, timedelta
+from functools import partial
 from typing import Annotated, Any
 
+import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 
 from tenet.deps import NowDep, SessionDep, SettingsDep, reads
@@ -536,9 +538,10 @@ async def list_occurrences(item_id: uuid.UUID, user: CurrentUser, request: Reque
                            limit: Annotated[int, Query(ge=1, le=200)] = 200) -> Response:
     start, end = _window(window_from, window_to)
     row = await queries.item(reads(request), me=user.id, item_id=item_id)
-    found = recurrence.occurrences(start_at=row["start_at"], end_at=row["end_at"], timezone=row["timezone"],
-                                   recurrence_rule=row["recurrence_rule"], window_from=start, window_to=end,
-                                   limit=limit)
+    found = await anyio.to_thread.run_sync(partial(
+        recurrence.occurrences, start_at=row["start_at"], end_at=row["end_at"], timezone=row["timezone"],
+        recurrence_rule=row["recurrence_rule"], series_end_at=row["series_end_at"], window_from=start, window_to=end,
+        limit=limit))
     return json_response(Page[OccurrenceRead](items=[OccurrenceRead(item_id=item_id, **o.__dict__) for o in found],
                                               next_cursor=None))
 

@@ -36,6 +36,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
+import anyio
 from sqlalchemy import Table, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -572,22 +573,26 @@ async def _todo_digest(session: AsyncSession, job: AutomationJob, claimed: Claim
                        default_timezone: str) -> dict[str, Any]:
     at = claimed.scheduled_at
     horizon = at + timedelta(days=param(job, "horizon_days"))
+    # The owner decides how many todos are pending: the database counts them, only the listed ones are read.
     rows = (await session.execute(text("""
-        SELECT id, title, due_at, priority FROM social.todos
+        SELECT id, title, due_at, priority, count(*) OVER () AS total,
+               count(*) FILTER (WHERE due_at < :at) OVER () AS overdue
+          FROM social.todos
          WHERE owner_id = :u AND status = 'pending' AND due_at IS NOT NULL AND due_at < :horizon
            AND (:overdue OR due_at >= :at)
-         ORDER BY due_at, id"""),
-        {"u": job.owner_id, "horizon": horizon, "at": at, "overdue": param(job, "include_overdue")})).all()
-    overdue = sum(1 for r in rows if r.due_at < at)
+         ORDER BY due_at, id LIMIT :listed"""),
+        {"u": job.owner_id, "horizon": horizon, "at": at, "overdue": param(job, "include_overdue"),
+         "listed": param(job, "max_items")})).all()
+    total, overdue = (rows[0].total, rows[0].overdue) if rows else (0, 0)
     if not rows and param(job, "skip_if_empty"):
         return {"pending_count": 0, "overdue_count": 0, "message_id": None}
     listed = [{"id": str(r.id), "title": r.title, "due_at": r.due_at.isoformat(), "priority": r.priority}
-              for r in rows[: param(job, "max_items")]]
+              for r in rows]
     message_id = await _message(session, recipient=job.owner_id, kind="todo_digest", job=job, run_id=claimed.run_id,
                                 dedup=f"todo_digest:{claimed.run_id}", now=now,
-                                content={"pending_count": len(rows) - overdue, "overdue_count": overdue,
+                                content={"pending_count": total - overdue, "overdue_count": overdue,
                                          "todos": listed})
-    return {"pending_count": len(rows) - overdue, "overdue_count": overdue, "message_id": message_id}
+    return {"pending_count": total - overdue, "overdue_count": overdue, "message_id": message_id}
 
 
 async def _message(session: AsyncSession, *, recipient: uuid.UUID, kind: str, job: AutomationJob,
@@ -643,12 +648,12 @@ async def _schedule_reminder(session: AsyncSession, job: AutomationJob, claimed:
             (ScheduleItem.series_end_at.is_(None)) | (ScheduleItem.series_end_at > start)))).all())
     written = 0
     occurrences = 0
-    for item in targets:
-        for occurrence in recurrence.occurrences(start_at=item.start_at, end_at=item.end_at, timezone=item.timezone,
-                                                 recurrence_rule=item.recurrence_rule, window_from=start,
-                                                 window_to=end):
-            if not start < occurrence.start_at <= end:
-                continue
+    # Every series of the owner expanded: CPU work, off the event loop (plain values: no ORM object in the thread).
+    due = await anyio.to_thread.run_sync(_starting_in, [(item.start_at, item.end_at, item.timezone,
+                                                         item.recurrence_rule, item.series_end_at)
+                                                        for item in targets], start, end)
+    for item, found in zip(targets, due, strict=True):
+        for occurrence in found:
             occurrences += 1
             recipients = await _reminder_recipients(session, item.id, item.owner_id)
             for recipient in recipients:
@@ -660,6 +665,15 @@ async def _schedule_reminder(session: AsyncSession, job: AutomationJob, claimed:
                              "occurrence_end": occurrence.end_at.isoformat(), "timezone": item.timezone})
                 written += made is not None
     return {"occurrences": occurrences, "reminders": written}
+
+
+def _starting_in(series: list[tuple[datetime, datetime, str, str | None, datetime | None]], start: datetime,
+                 end: datetime) -> list[list[recurrence.Occurrence]]:
+    """Each series' occurrences that start in (start, end]."""
+    return [[o for o in recurrence.occurrences(start_at=first, end_at=first_end, timezone=zone, recurrence_rule=rule,
+                                               series_end_at=series_end, window_from=start, window_to=end)
+             if start < o.start_at <= end]
+            for first, first_end, zone, rule, series_end in series]
 
 
 async def _todo_from_schedule(session: AsyncSession, job: AutomationJob, claimed: Claim, now: datetime,

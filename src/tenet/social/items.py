@@ -19,8 +19,10 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
+import anyio
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -147,11 +149,16 @@ async def default_timezone_of(session: AsyncSession, user_id: uuid.UUID, fallbac
     return zone or fallback
 
 
+async def _check_series(**fields: Any) -> recurrence.Series:
+    """recurrence.check_series in a worker thread: it walks the rule to its first and last occurrence (bounded, but
+    CPU work a client's rule decides)."""
+    return await anyio.to_thread.run_sync(partial(recurrence.check_series, **fields))
+
+
 async def create_item(session: AsyncSession, *, owner_id: uuid.UUID, title: str, description: str | None,
                       start_at: datetime, end_at: datetime, timezone: str, recurrence_rule: str | None,
                       source_type: str, status: str, now: datetime) -> ScheduleItem:
-    series = recurrence.check_series(start_at=start_at, end_at=end_at, timezone=timezone,
-                                     recurrence_rule=recurrence_rule)
+    series = await _check_series(start_at=start_at, end_at=end_at, timezone=timezone, recurrence_rule=recurrence_rule)
     await require_active_accounts(session, [owner_id])
     item = ScheduleItem(id=uuid.uuid4(), owner_id=owner_id, title=title, description=description, start_at=start_at,
                         end_at=end_at, timezone=timezone, recurrence_rule=series.rule,
@@ -184,7 +191,7 @@ async def update_item(session: AsyncSession, *, item_id: uuid.UUID, actor_id: uu
               for name in ("start_at", "end_at", "timezone", "recurrence_rule")}
     values: dict[str, Any] = {k: v for k, v in changes.items() if k in ("title", "description", "source_type")}
     if set(changes) & set(merged):
-        series = recurrence.check_series(**merged)
+        series = await _check_series(**merged)
         values.update(start_at=merged["start_at"], end_at=merged["end_at"], timezone=merged["timezone"],
                       recurrence_rule=series.rule, series_end_at=series.series_end_at)
     values.update(status=changes.get("status", item.status), updated_at=now, updated_by=actor_id)

@@ -13,6 +13,12 @@ first occurrence (RFC 5545 counts DTSTART as the first instance, dateutil does n
 our expansion and every calendar client agree). Expansion stops at the end of the supported range
 (2200-01-01, kernel.recurrence): a rule with no occurrence before it is refused, and `series_end_at` of a
 COUNT or UNTIL rule whose occurrences would run past it is the end of the last one before it.
+
+Reads expand from the window, not from the item's start (kernel.recurrence `after`): a daily item from 1900 read
+in 2026 costs the window's days, not 46,000. A COUNT rule cannot be moved without its earlier occurrences, but its
+last one is stored (`series_end_at` minus the duration, computed by `check_series` on every write of the start,
+end, zone or rule, and trusted by the window queries already): reads take it as the UNTIL rule with exactly the
+same occurrences. Expansion is CPU work: callers that run it in a request or a job run it in a worker thread.
 """
 
 from __future__ import annotations
@@ -92,13 +98,41 @@ def normalize_rule(raw: str) -> str:
     return ";".join(ordered)
 
 
-def expand(rule: str, start: datetime, tz: ZoneInfo) -> Iterator[datetime]:
-    """The rule's occurrences as local times in `tz`, bounded to the supported range (kernel.recurrence: a rule
-    that never matches costs a bounded walk, not a search to the year 9999)."""
+def expand(rule: str, start: datetime, tz: ZoneInfo, *, after: datetime | None = None) -> Iterator[datetime]:
+    """The rule's occurrences as local times in `tz` (those at or after `after`, found from there), bounded to the
+    supported range (kernel.recurrence: a rule that never matches costs a bounded walk, not a search to the year
+    9999)."""
     try:
-        return kernel_recurrence.expand(rule, start.astimezone(tz))
+        return kernel_recurrence.expand(rule, start.astimezone(tz), after=after)
     except ValueError as exc:
         raise _invalid(str(exc)[:200] or "not an RRULE") from None
+
+
+def _until(rule: str) -> datetime | None:
+    until = next((p[6:] for p in rule.split(";") if p.startswith("UNTIL=")), None)
+    return None if until is None else datetime.strptime(until, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+
+
+def _last(rule: str, start: datetime, tz: ZoneInfo) -> datetime | None:
+    """The last occurrence before UNTIL, COUNT or the end of the supported range (what every query can reach).
+    An UNTIL rule's is looked for in the year before its end first (a daily rule to 2199 from 1900 walked 110,000
+    days); a COUNT rule, or an UNTIL one without an occurrence that year, is walked from the start (bounded)."""
+    until = _until(rule)
+    if until is not None:
+        tail = deque(expand(rule, start, tz, after=min(until, SUPPORTED_UNTIL) - timedelta(days=366)), maxlen=1)
+        if tail:
+            return tail[0]
+    rest = deque(expand(rule, start, tz), maxlen=1)
+    return rest[0] if rest else None
+
+
+def reading_rule(rule: str, *, start_at: datetime, end_at: datetime, series_end_at: datetime | None) -> str:
+    """The rule as reads expand it: a COUNT rule as the UNTIL rule ending at its stored last occurrence (the same
+    occurrences, and one a window can start at); any other rule, or a COUNT one without a stored end, as it is."""
+    if series_end_at is None or not any(p.startswith("COUNT=") for p in rule.split(";")):
+        return rule
+    last = (series_end_at - (end_at - start_at)).astimezone(UTC)
+    return ";".join([*(p for p in rule.split(";") if not p.startswith("COUNT=")), f"UNTIL={last:%Y%m%dT%H%M%SZ}"])
 
 
 @dataclass(frozen=True)
@@ -130,9 +164,7 @@ def check_series(*, start_at: datetime, end_at: datetime, timezone: str, recurre
         raise _invalid("the start must be the rule's first occurrence (RFC 5545 counts DTSTART as one)")
     if "COUNT=" not in rule_text and "UNTIL=" not in rule_text:
         return Series(rule_text, None)
-    # The last occurrence before UNTIL, COUNT or the end of the supported range (what every query can reach).
-    rest = deque(found, maxlen=1)
-    last = rest[0] if rest else first
+    last = _last(rule_text, start_at, tz) or first
     return Series(rule_text, last.astimezone(UTC) + (end_at - start_at))
 
 
@@ -145,10 +177,12 @@ class Occurrence:
 
 
 def occurrences(*, start_at: datetime, end_at: datetime, timezone: str, recurrence_rule: str | None,
-                window_from: datetime, window_to: datetime, limit: int = MAX_OCCURRENCES_PER_WINDOW
-                ) -> list[Occurrence]:
+                series_end_at: datetime | None, window_from: datetime, window_to: datetime,
+                limit: int = MAX_OCCURRENCES_PER_WINDOW) -> list[Occurrence]:
     """The occurrences overlapping [window_from, window_to): start < to and end > from (a zero-length one
-    counts when from <= start < to), in order, at most `limit`."""
+    counts when from <= start < to), in order, at most `limit`. The expansion starts at the first one that can
+    overlap (start >= from - duration), so it walks the window's periods and the item's age costs nothing; it is
+    CPU work, for a worker thread."""
     tz = ZoneInfo(timezone)
     duration = end_at - start_at
 
@@ -164,7 +198,8 @@ def occurrences(*, start_at: datetime, end_at: datetime, timezone: str, recurren
     if recurrence_rule is None:
         return [occurrence(start_at.astimezone(tz))] if overlaps(start_at) else []
     found: list[Occurrence] = []
-    for local in expand(recurrence_rule, start_at, tz):
+    rule = reading_rule(recurrence_rule, start_at=start_at, end_at=end_at, series_end_at=series_end_at)
+    for local in expand(rule, start_at, tz, after=window_from - duration):
         if local.astimezone(UTC) >= window_to or len(found) >= limit:
             break
         if overlaps(local.astimezone(UTC)):

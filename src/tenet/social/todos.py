@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
+import anyio
 from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -139,22 +142,35 @@ async def delete_todo(session: AsyncSession, *, todo_id: uuid.UUID, owner_id: uu
     await session.execute(text("DELETE FROM social.todos WHERE id = :id"), {"id": todo_id})
 
 
-def _occurrence_keys(item: ScheduleItem, *, window: tuple[datetime, datetime] | None,
+@dataclass(frozen=True)
+class _Source:
+    """What the expansion reads of an item: plain values, safe to hand to a worker thread (an ORM object is not)."""
+    start_at: datetime
+    end_at: datetime
+    timezone: str
+    recurrence_rule: str | None
+    series_end_at: datetime | None
+
+
+def _occurrence_keys(item: _Source, *, window: tuple[datetime, datetime] | None,
                      now: datetime) -> list[tuple[datetime | None, datetime]]:
     """(occurrence key, due_at) pairs: a single item's key is NULL; a recurring item's the occurrence start.
     Without a window: the single item, or the next occurrence of a series that has not ended."""
     if item.recurrence_rule is None:
         return [(None, item.start_at)]
+    in_window = partial(recurrence.occurrences, start_at=item.start_at, end_at=item.end_at, timezone=item.timezone,
+                        recurrence_rule=item.recurrence_rule, series_end_at=item.series_end_at)
     if window is None:
-        found = recurrence.occurrences(start_at=item.start_at, end_at=item.end_at, timezone=item.timezone,
-                                       recurrence_rule=item.recurrence_rule, window_from=now,
-                                       window_to=now + timedelta(days=3660), limit=1)
+        found = in_window(window_from=now, window_to=now + timedelta(days=3660), limit=1)
     else:
-        found = [o for o in recurrence.occurrences(
-            start_at=item.start_at, end_at=item.end_at, timezone=item.timezone,
-            recurrence_rule=item.recurrence_rule, window_from=window[0], window_to=window[1],
-            limit=MAX_EXTRACTED + 1) if o.start_at >= window[0]]
+        found = [o for o in in_window(window_from=window[0], window_to=window[1], limit=MAX_EXTRACTED + 1)
+                 if o.start_at >= window[0]]
     return [(o.start_at, o.start_at) for o in found]
+
+
+def _all_occurrence_keys(sources: list[_Source], window: tuple[datetime, datetime] | None,
+                         now: datetime) -> list[list[tuple[datetime | None, datetime]]]:
+    return [_occurrence_keys(source, window=window, now=now) for source in sources]
 
 
 async def extract(session: AsyncSession, *, owner_id: uuid.UUID, item_ids: list[uuid.UUID],
@@ -171,10 +187,14 @@ async def extract(session: AsyncSession, *, owner_id: uuid.UUID, item_ids: list[
     if missing:
         raise errors.ScheduleItemNotFound(item_id=str(missing[0]))
     loaded = {i.id: i for i in (await session.scalars(select(ScheduleItem).where(ScheduleItem.id.in_(ids)))).all()}
+    sources = [_Source(i.start_at, i.end_at, i.timezone, i.recurrence_rule, i.series_end_at)
+               for i in (loaded[item_id] for item_id in ids)]
+    # Up to 50 series expanded: CPU work, off the event loop.
+    keys = await anyio.to_thread.run_sync(_all_occurrence_keys, sources, window, now)
     rows: list[dict[str, Any]] = []
-    for item_id in ids:
+    for item_id, item_keys in zip(ids, keys, strict=True):
         item = loaded[item_id]
-        for key, due in _occurrence_keys(item, window=window, now=now):
+        for key, due in item_keys:
             rows.append({"id": uuid.uuid4(), "owner_id": owner_id, "title": item.title,
                          "description": item.description, "due_at": due, "priority": priority,
                          "source_ids": json.dumps([str(item.id)]), "source_item_id": item.id,
