@@ -313,8 +313,8 @@ def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
     settings = _settings()
     configure_logging(settings.log_level, settings.log_format)
     _require_signing_key(settings)
-    # procrastinate handles the first signal itself (finishes running jobs, then returns); a second one
-    # during that wait raises StopRequested here.
+    # run_worker handles the first signal itself (running jobs finish, then it returns); a second one during
+    # that wait raises StopRequested here.
     with _stopping_cleanly(settings):
         url = _database_url(settings)
         with _reaching(url):

@@ -19,7 +19,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
-from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tenet.kernel.mail import MailSettings
@@ -149,6 +157,13 @@ class KernelSettings(BaseSettings):
         "http://127.0.0.1:8000", validation_alias=env("TENET_PUBLIC_BASE_URL")
     )
 
+    # --- background jobs ------------------------------------------------------------------------
+    # Each `tenet worker` records a heartbeat this often; one whose heartbeat is older than the stalled bound is
+    # taken for dead (killed, its machine gone), and a live worker puts the jobs it held back in the queue
+    # (tenet.worker.recover_stalled_jobs; docs/decisions.md, "Operations under failure").
+    worker_heartbeat_seconds: float = Field(10.0, gt=0, validation_alias=env("TENET_WORKER_HEARTBEAT_SECONDS"))
+    stalled_worker_seconds: float = Field(60.0, gt=0, validation_alias=env("TENET_STALLED_WORKER_SECONDS"))
+
     # --- operations -----------------------------------------------------------------------------
     log_level: str = Field("INFO", validation_alias=env("TENET_LOG_LEVEL"))
     log_format: str = Field("json", pattern="^(json|console)$", validation_alias=env("TENET_LOG_FORMAT"))
@@ -206,6 +221,13 @@ class KernelSettings(BaseSettings):
             raise ValueError(f"must use at least {SECRET_KEY_MIN_DISTINCT} different characters (a random value: "
                              "python -c 'import secrets; print(secrets.token_urlsafe(48))')")
         return value
+
+    @model_validator(mode="after")
+    def _stalled_after_several_heartbeats(self) -> KernelSettings:
+        # A live worker whose heartbeat is merely late must not lose its jobs to another (they would run twice).
+        if self.stalled_worker_seconds < 3 * self.worker_heartbeat_seconds:
+            raise ValueError("TENET_STALLED_WORKER_SECONDS must be at least three TENET_WORKER_HEARTBEAT_SECONDS")
+        return self
 
     @property
     def uses_embedded_database(self) -> bool:
