@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any, Protocol
 
 import psycopg
@@ -122,11 +123,11 @@ class PooledReads:
             raise database_unavailable() from None
 
     async def _execute(self, sql: str, params: Params, fetch: str, *, retry: bool = True) -> Any:
-        if self._availability is not None:
-            self._availability.check()
-        if not self._opened:
-            await self.open()
         for attempt in (1, 2):
+            if self._availability is not None:
+                self._availability.check()
+            if not self._opened:
+                await self.open()
             connection: psycopg.AsyncConnection[Any] | None = None
             pool = self.pool
             try:
@@ -154,7 +155,8 @@ class PooledReads:
                 # The pool discards the broken connection when it comes back. The others were likely broken by
                 # the same event (a server restart kills them all): check the idle ones (replacing the dead)
                 # so the retry, or the next request, really runs on a fresh connection.
-                await pool.check()
+                with suppress(PoolClosed):  # closed meanwhile: the database went down (`_drop_pool`)
+                    await pool.check()
                 if not retry:
                     # A write is not repeated: it may have run before its connection broke.
                     log.warning("read path: a one-statement write lost its connection; not repeated")
