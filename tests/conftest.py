@@ -132,7 +132,8 @@ async def _empty_tables(engine: AsyncEngine) -> None:
 async def committed_db(engine: AsyncEngine) -> AsyncIterator[Database]:
     """A Database that really commits, for races on separate connections. Emptied afterwards."""
     await _empty_tables(engine)
-    yield Database(engine)
+    # The session's engine is shared: an outage watch per test would add a listener to it each time.
+    yield Database(engine, watch_outages=False)
     await _empty_tables(engine)
 
 

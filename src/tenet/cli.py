@@ -166,7 +166,7 @@ async def _bootstrap_first_admin(settings: KernelSettings, url: str) -> tuple[st
     from tenet.kernel.clock import SystemClock
 
     load_all()
-    db = Database.from_url(url, pool_size=1, max_overflow=0)
+    db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False)
     try:
         async with db.unit_of_work() as session:
             if await service.count_active_administrators(session) > 0:
@@ -204,12 +204,40 @@ def serve(
                proxy=_proxy_options(forwarded_allow_ips, settings))
 
 
+# prometheus_client's variable: set, every process writes its metrics to files in that directory and a scrape
+# of any API process sums them all.
+PROMETHEUS_MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def _multiprocess_metrics_dir(settings: KernelSettings, workers: int) -> Path | None:
+    """With several API processes, a metrics directory for this run (removed when it ends). Made before
+    prometheus_client is first imported, which reads the variable once: then this process's own counters
+    (the embedded server's restarts) are summed with the API processes' too."""
+    if workers == 1 or os.environ.get(PROMETHEUS_MULTIPROC_DIR):
+        return None
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    metrics_dir = Path(tempfile.mkdtemp(prefix="metrics-", dir=settings.data_dir.resolve()))
+    os.environ[PROMETHEUS_MULTIPROC_DIR] = str(metrics_dir)
+    return metrics_dir
+
+
 def _serve(settings: KernelSettings, *, host: str, port: int, workers: int, migrate_first: bool | None,
            proxy: ProxyOptions) -> None:
+    metrics_dir = _multiprocess_metrics_dir(settings, workers)
+    try:
+        _serve_with_metrics(settings, host=host, port=port, workers=workers, migrate_first=migrate_first,
+                            proxy=proxy)
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _serve_with_metrics(settings: KernelSettings, *, host: str, port: int, workers: int,
+                        migrate_first: bool | None, proxy: ProxyOptions) -> None:
     import uvicorn
 
     from tenet.db import migrate as migrations
-    from tenet.observability import MULTIPROC_ENV, configure_logging
+    from tenet.observability import configure_logging
 
     configure_logging(settings.log_level, settings.log_format)
     _require_signing_key(settings)  # generates the development key once, before any worker process starts
@@ -221,41 +249,51 @@ def _serve(settings: KernelSettings, *, host: str, port: int, workers: int, migr
     # embedded database: they keep its development signing key, see KernelSettings.signing_key).
     if settings.uses_embedded_database:
         os.environ["TENET_EMBEDDED_DATABASE_URL"] = url
-    metrics_dir: Path | None = None
-    if workers > 1 and not os.environ.get(MULTIPROC_ENV):
-        # Metrics of all API processes are summed at scrape time (prometheus_client multiprocess mode);
-        # the directory belongs to this run and is removed when it ends.
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        metrics_dir = Path(tempfile.mkdtemp(prefix="metrics-", dir=settings.data_dir.resolve()))
-        os.environ[MULTIPROC_ENV] = str(metrics_dir)
-
-    base = f"http://{host}:{port}"
-    if settings.uses_embedded_database:
         with _reaching(url):
             created = _run(_bootstrap_first_admin(settings, url))
-        console.rule("[bold]Tenet")
-        console.print(f"Embedded PostgreSQL under {settings.pgdata_dir}")
-        if created:
-            email, password = created
-            console.print(f"First administrator created: [bold]{email}[/bold] / password [bold]{password}[/bold]")
-            console.print("This password is shown once. Sign in at /docs (Authorize) or POST /api/v1/auth/token.")
-        else:
-            console.print("Sign in with your administrator account; to add one: "
-                          "[bold]tenet users create-admin --email E --password P[/bold]")
-        console.print(f"API docs: [bold]{base}/docs[/bold]   readiness: {base}/readyz")
-        console.rule()
+        _print_embedded_banner(settings, f"http://{host}:{port}", created)
     else:
+        base = f"http://{host}:{port}"
         console.print(f"Serving on {base} (docs at {base}/docs). "
                       "No administrator yet? Run: tenet users create-admin --email E --password P")
-    try:
+    with _watching_embedded_server(settings):
         uvicorn.run(
             "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
-            access_log=False, timeout_graceful_shutdown=20, proxy_headers=proxy.proxy_headers,
+            # No `Server: uvicorn` on any answer (uvicorn hands the config to every --workers process).
+            access_log=False, server_header=False, timeout_graceful_shutdown=20, proxy_headers=proxy.proxy_headers,
             forwarded_allow_ips=proxy.forwarded_allow_ips,
         )
+
+
+def _print_embedded_banner(settings: KernelSettings, base: str, created: tuple[str, str] | None) -> None:
+    console.rule("[bold]Tenet")
+    console.print(f"Embedded PostgreSQL under {settings.pgdata_dir}")
+    if created:
+        email, password = created
+        console.print(f"First administrator created: [bold]{email}[/bold] / password [bold]{password}[/bold]")
+        console.print("This password is shown once. Sign in at /docs (Authorize) or POST /api/v1/auth/token.")
+    else:
+        console.print("Sign in with your administrator account; to add one: "
+                      "[bold]tenet users create-admin --email E --password P[/bold]")
+    console.print(f"API docs: [bold]{base}/docs[/bold]   readiness: {base}/readyz")
+    console.rule()
+
+
+@contextmanager
+def _watching_embedded_server(settings: KernelSettings) -> Iterator[None]:
+    """While serving on the embedded database, restart it when it dies (tenet.db.embedded); stopped before the
+    server is released on the way out."""
+    if not settings.uses_embedded_database:
+        yield
+        return
+    from tenet.db.embedded import EmbeddedServerWatchdog
+    from tenet.observability import EMBEDDED_DATABASE_RESTARTS
+
+    watchdog = EmbeddedServerWatchdog(settings.pgdata_dir, on_restart=EMBEDDED_DATABASE_RESTARTS.inc).start()
+    try:
+        yield
     finally:
-        if metrics_dir is not None:
-            shutil.rmtree(metrics_dir, ignore_errors=True)
+        watchdog.stop()
 
 
 def _require_signing_key(settings: KernelSettings) -> None:
@@ -275,8 +313,8 @@ def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
     settings = _settings()
     configure_logging(settings.log_level, settings.log_format)
     _require_signing_key(settings)
-    # procrastinate handles the first signal itself (finishes running jobs, then returns); a second one
-    # during that wait raises StopRequested here.
+    # run_worker handles the first signal itself (running jobs finish, then it returns); a second one during
+    # that wait raises StopRequested here.
     with _stopping_cleanly(settings):
         url = _database_url(settings)
         with _reaching(url):
@@ -304,7 +342,7 @@ def create_admin(
     url = _database_url(settings)
 
     async def go() -> tuple[str, bool]:
-        db = Database.from_url(url, pool_size=1, max_overflow=0)
+        db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False)
         try:
             async with db.unit_of_work() as session:
                 user, created = await service.ensure_administrator(

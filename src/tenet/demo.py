@@ -31,7 +31,7 @@ DEMO_PENDING_INVITATION = "guest@demo.example.com"
 
 
 async def load_demo(settings: KernelSettings, url: str) -> list[str]:
-    db = Database.from_url(url, pool_size=1, max_overflow=0)
+    db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False)
     iam = section(settings, IamSettings)
     passwords = Passwords(time_cost=iam.password_hash_time_cost, memory_kib=iam.password_hash_memory_kib)
     now = SystemClock().now()

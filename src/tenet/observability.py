@@ -59,6 +59,10 @@ HTTP_LATENCY = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 
+# Counted by `tenet serve` itself (its watchdog), summed with its API processes' metrics (cli._serve).
+EMBEDDED_DATABASE_RESTARTS = Counter(
+    "tenet_embedded_database_restarts", "Times tenet serve restarted the embedded PostgreSQL after it died")
+
 
 def render_metrics(extra: dict[str, tuple[str, list[tuple[dict[str, str], float]]]]) -> bytes:
     """The Prometheus text of this process (or of all workers, in multi-process mode) plus `extra`

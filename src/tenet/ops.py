@@ -1,17 +1,24 @@
-"""/healthz, /readyz and /metrics: for load balancers, orchestrators and Prometheus (no auth; expose
-them on an internal network)."""
+"""/healthz and /readyz for load balancers and orchestrators (no auth), and /metrics for Prometheus (only with
+TENET_METRICS_TOKEN, to a scraper sending it as a bearer token)."""
 
 from __future__ import annotations
+
+import logging
+import secrets
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from tenet.db.migrate import current_revision, head_revision
-from tenet.kernel import outbox
+from tenet.kernel import errors, outbox
+from tenet.kernel.availability import unreachable_reason
 from tenet.kernel.errors import ServiceUnavailable
+from tenet.kernel.http import problem_responses
 from tenet.kernel.jobs import count_jobs
 from tenet.kernel.problems import problem_response, request_id_of
 from tenet.observability import render_metrics
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["operations"])
 
@@ -24,12 +31,18 @@ async def healthz() -> dict[str, str]:
 @router.get("/readyz", summary="Ready: the database answers and its schema is at the migrations' head",
             responses={503: {"description": "Not ready (database unreachable or not migrated)"}})
 async def readyz(request: Request) -> Response:
+    db = request.app.state.db
+    availability = db.availability
+    if availability is not None and availability.down:
+        # Known to be down: answer at once; the process's probe reopens when it is back.
+        return _not_ready(request, "database unreachable", availability.reason or "the database did not answer")
     head = head_revision()
     try:
-        async with request.app.state.db.engine.connect() as connection:
+        async with db.engine.connect() as connection:
             current = await current_revision(connection)
     except Exception as exc:  # any failure to reach the database means "not ready", never a 500
-        return _not_ready(request, "database unreachable", type(exc).__name__)
+        return _not_ready(request, "database unreachable",
+                          unreachable_reason(exc) or "the database did not answer the readiness check")
     if current != head:
         return _not_ready(request, "database schema is not at head", f"current={current} head={head}")
     return JSONResponse({"status": "ready", "database": "ok", "revision": current})
@@ -41,10 +54,24 @@ def _not_ready(request: Request, detail: str, reason: str) -> Response:
     return problem_response(error, request_id_of(request.scope))
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response,
-            responses={200: {"content": {"text/plain": {}}}})
+def _authorize_scrape(request: Request) -> None:
+    """Metrics name the routes, pool sizes and job counts: only a scraper holding the token sees them."""
+    token = request.app.state.settings.metrics_token
+    if token is None:
+        raise errors.RouteNotFound("Metrics are not served: set TENET_METRICS_TOKEN and scrape /metrics with "
+                                   "Authorization: Bearer <that token>")
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    expected = token.get_secret_value().encode()
+    if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(), expected):
+        raise errors.NotAuthenticated("Scrape /metrics with Authorization: Bearer <TENET_METRICS_TOKEN>")
+
+
+@router.get("/metrics", summary="Prometheus metrics (bearer TENET_METRICS_TOKEN)", response_class=Response,
+            responses={200: {"content": {"text/plain": {}}}, **problem_responses(401, 404)})
 async def metrics(request: Request) -> Response:
-    pool = request.app.state.db.engine.pool
+    _authorize_scrape(request)
+    db = request.app.state.db
+    pool = db.engine.pool
     extra: dict[str, tuple[str, list]] = {
         "tenet_db_pool_connections": ("Connections of this process's pool by state", [
             ({"state": "checked_out"}, float(pool.checkedout())),
@@ -52,15 +79,18 @@ async def metrics(request: Request) -> Response:
         ]),
         "tenet_db_pool_size": ("Configured pool size of this process", [({}, float(pool.size()))]),
     }
-    try:
-        async with request.app.state.db.engine.connect() as connection:
-            jobs = await count_jobs(connection)
-            mail = await outbox.count_by_status(connection)
-        extra["tenet_jobs"] = ("Background jobs by queue and status", [
-            ({"queue": q, "status": s}, float(n)) for (q, s), n in jobs.items()])
-        extra["tenet_outbox_emails"] = ("Outbox mail by status", [
-            ({"status": s}, float(n)) for s, n in mail.items()])
-        extra["tenet_database_up"] = ("1 when the database answered this scrape", [({}, 1.0)])
-    except Exception:  # metrics must answer while the database is down: that is when they matter
-        extra["tenet_database_up"] = ("1 when the database answered this scrape", [({}, 0.0)])
+    up = 0.0
+    if db.availability is None or not db.availability.down:  # known down: no scrape waits to learn it again
+        try:
+            async with db.engine.connect() as connection:
+                jobs = await count_jobs(connection)
+                mail = await outbox.count_by_status(connection)
+            extra["tenet_jobs"] = ("Background jobs by queue and status", [
+                ({"queue": q, "status": s}, float(n)) for (q, s), n in jobs.items()])
+            extra["tenet_outbox_emails"] = ("Outbox mail by status", [
+                ({"status": s}, float(n)) for s, n in mail.items()])
+            up = 1.0
+        except Exception as exc:  # metrics must answer while the database is down: that is when they matter
+            log.info("metrics: the database did not answer the scrape (%s)", unreachable_reason(exc) or "error")
+    extra["tenet_database_up"] = ("1 when the database answered this scrape", [({}, up)])
     return Response(render_metrics(extra), media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tests.support.live import LiveServer, service_env
+from tests.support.live import METRICS_AUTHORIZATION, LiveServer, service_env
 
 pytestmark = pytest.mark.live_server
 
@@ -33,7 +33,7 @@ def test_metrics_count_requests_by_route_template(live_server, live_admin_token)
     text = ""
     # Two API processes: the metrics of both are summed (multiprocess mode), whichever answers the scrape.
     for _ in range(5):
-        text = httpx.get(f"{live_server.url}/metrics").text
+        text = httpx.get(f"{live_server.url}/metrics", headers=METRICS_AUTHORIZATION).text
         match = re.search(r'tenet_http_requests_total\{method="GET",route="/api/v1/iam/users/\{user_id\}",'
                           r'status="404"\} (\d+)', text)
         if match and float(match.group(1)) >= 3:

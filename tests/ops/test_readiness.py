@@ -9,9 +9,12 @@ from tenet.app import create_app
 from tenet.db.database import Database
 from tests.conftest import test_settings
 
+METRICS_TOKEN = "readiness-scrape-token-0123456789"
+
 
 async def call(database: Database, path: str, clock, tmp_path, **kwargs) -> httpx.Response:
-    app = create_app(test_settings(data_dir=tmp_path), database=database, clock=clock, run_background_tasks=False)
+    app = create_app(test_settings(data_dir=tmp_path, metrics_token=METRICS_TOKEN), database=database, clock=clock,
+                     run_background_tasks=False)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         return await client.get(path, **kwargs)
 
@@ -46,7 +49,8 @@ async def test_not_ready_before_migrations(scratch_database, clock, tmp_path):
 
 async def test_healthz_and_metrics_answer_without_a_database(unreachable, clock, tmp_path):
     assert (await call(unreachable, "/healthz", clock, tmp_path)).status_code == 200
-    metrics = await call(unreachable, "/metrics", clock, tmp_path)
+    metrics = await call(unreachable, "/metrics", clock, tmp_path,
+                         headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
     assert metrics.status_code == 200 and "tenet_database_up 0.0" in metrics.text
 
 

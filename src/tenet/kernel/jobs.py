@@ -23,6 +23,9 @@ from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import procrastinate
+import procrastinate.exceptions
+import procrastinate.jobs
+import procrastinate.manager
 from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
@@ -238,3 +241,48 @@ async def count_jobs(connection: AsyncConnection) -> dict[tuple[str, str], int]:
     rows = await connection.execute(text(
         "SELECT queue_name, status::text, count(*) FROM procrastinate_jobs GROUP BY 1, 2"))
     return {(queue, status): count for queue, status, count in rows}
+
+
+# --- stalled jobs ----------------------------------------------------------------------------------
+# A worker killed while it runs a job (SIGKILL, the OOM killer, its machine lost) cannot give the job back:
+# procrastinate leaves it `doing` for ever and never retries it. Every worker records a heartbeat; the jobs
+# of a worker whose heartbeat is older than the stalled bound go back to the queue (procrastinate's own
+# `get_stalled_jobs` and `retry_job`), one recovery at a time across all workers (an advisory lock), and
+# their `kernel.job_run` rows say how the attempt ended instead of `running` for ever.
+STALLED_RECOVERY_LOCK = "kernel.recover_stalled_jobs"
+ABANDONED = "abandoned: the worker running it stopped (no heartbeat); the job was put back in the queue"
+
+
+async def recover_stalled_jobs(job_manager: procrastinate.manager.JobManager, db: Database, *,
+                               stalled_after: float, now: datetime) -> list[int]:
+    """Put the jobs of workers silent for more than `stalled_after` seconds back in the queue; answer their ids.
+
+    A periodic job's stalled run whose next tick already waits (the queueing lock allows one) is closed as
+    failed instead: the waiting one does its work."""
+    async with db.unit_of_work() as session:
+        locked = (await session.execute(text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"),
+                                        {"key": STALLED_RECOVERY_LOCK})).scalar_one()
+        if not locked:
+            return []  # another worker is recovering right now
+        retried: list[int] = []
+        closed: list[int] = []
+        for stalled in await job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_after):
+            assert stalled.id is not None
+            try:
+                await job_manager.retry_job(stalled)
+                retried.append(stalled.id)
+                log.warning("retried stalled job %s (%s): its worker stopped sending heartbeats", stalled.id,
+                            stalled.task_name)
+            except procrastinate.exceptions.UniqueViolation:
+                await job_manager.finish_job(stalled, status=procrastinate.jobs.Status.FAILED, delete_job=False)
+                closed.append(stalled.id)
+                log.warning("closed stalled job %s (%s) as failed: its next run already waits", stalled.id,
+                            stalled.task_name)
+            except procrastinate.exceptions.ConnectorException:
+                log.info("stalled job %s ended before it could be retried", stalled.id)
+        if retried or closed:
+            await session.execute(update(JobRun).where(
+                JobRun.procrastinate_job_id.in_(retried + closed), JobRun.status == "running",
+            ).values(status="failed", finished_at=now, error=ABANDONED))
+        await job_manager.prune_stalled_workers(stalled_after)
+    return retried

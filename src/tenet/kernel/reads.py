@@ -14,7 +14,8 @@ are written as one statement on purpose: the read path makes the round trips vis
 
 A read is safe to repeat, so a statement that fails because its connection broke (the server restarted,
 the connection was killed) is retried once on a fresh connection; when that fails too, or no connection
-can be had in time, the caller gets 503 SERVICE_UNAVAILABLE with Retry-After, never a 500.
+can be had in time, the caller gets 503 SERVICE_UNAVAILABLE with Retry-After, never a 500. While the process
+knows the database to be down (tenet.kernel.availability) a read is refused at once, before the pool is asked.
 
 The same path runs a *one-statement write* that needs no transaction around it (`write_one`: a rate-limit
 counter's upsert): on an autocommit connection its row lock lasts only as long as the statement, where a
@@ -27,14 +28,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any, Protocol
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection as SqlAlchemyConnection
 
-from tenet.kernel.errors import ServiceUnavailable
+from tenet.kernel.availability import Availability, database_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -66,22 +68,56 @@ class Reads(Protocol):
     async def write_one(self, sql: str, params: Params = None) -> list[Row]: ...
 
 
-def _unavailable() -> ServiceUnavailable:
-    return ServiceUnavailable("The database is not reachable right now", headers={"Retry-After": "2"})
+def _reporting_connection(availability: Availability | None) -> type[psycopg.AsyncConnection[Any]]:
+    """The read pool's connection class: a failed connection attempt of the pool (made in its background, where
+    no request sees it) tells the process's `Availability`, so an outage is known at the first one."""
+    if availability is None:
+        return psycopg.AsyncConnection
+    reported = availability
+
+    class ReportingConnection(psycopg.AsyncConnection[Any]):
+        @classmethod
+        async def connect(cls, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await super().connect(*args, **kwargs)
+            except psycopg.OperationalError as exc:
+                reported.report(exc)
+                raise
+
+    return ReportingConnection
 
 
 class PooledReads:
     """Production: a psycopg pool of autocommit connections, separate from the unit of work's pool."""
 
-    def __init__(self, conninfo: str, *, size: int, timeout: float, application_name: str = "tenet-read") -> None:
+    def __init__(self, conninfo: str, *, size: int, timeout: float, availability: Availability | None = None,
+                 application_name: str = "tenet-read", connect_timeout: int | None = None) -> None:
+        self._conninfo = conninfo
+        self._size = size
+        self._timeout = timeout
+        self._availability = availability
+        self._kwargs: dict[str, Any] = {"autocommit": True, "application_name": application_name}
+        if connect_timeout is not None:
+            self._kwargs["connect_timeout"] = connect_timeout
+        self.pool = self._new_pool()
+        self._opened = False
+        if availability is not None:
+            availability.on_down(self._drop_pool)
+
+    def _new_pool(self) -> AsyncConnectionPool[Any]:
         # Grows on demand up to `size` and shrinks back when idle (psycopg's max_idle), so an idle process
         # does not sit on connections the server's max_connections has to count.
-        self.pool = AsyncConnectionPool(
-            conninfo, min_size=min(2, size), max_size=size, timeout=timeout, open=False,
-            kwargs={"autocommit": True, "application_name": application_name},
-            name="tenet-read",
+        return AsyncConnectionPool(
+            self._conninfo, min_size=min(2, self._size), max_size=self._size, timeout=self._timeout, open=False,
+            kwargs=self._kwargs, connection_class=_reporting_connection(self._availability), name="tenet-read",
         )
-        self._opened = False
+
+    async def _drop_pool(self) -> None:
+        # The database is down: closing the pool answers its waiting requests at once (PoolClosed) and stops
+        # its reconnection attempts, whose backoff would otherwise outlast the outage; the first request after
+        # the probe reopened the service opens a fresh pool.
+        pool, self.pool, self._opened = self.pool, self._new_pool(), False
+        await pool.close(timeout=1.0)
 
     async def open(self) -> None:
         # Do not wait for the connections: the service starts (and /readyz answers 503) while the
@@ -93,35 +129,50 @@ class PooledReads:
     async def close(self) -> None:
         await self.pool.close()
 
+    async def _broken(self) -> None:
+        """A statement lost its connection: 503 now when a probe says the database is gone, else go on."""
+        if self._availability is not None and not await self._availability.confirm():
+            raise database_unavailable() from None
+
     async def _execute(self, sql: str, params: Params, fetch: str, *, retry: bool = True) -> Any:
-        if not self._opened:
-            await self.open()
         for attempt in (1, 2):
+            if self._availability is not None:
+                self._availability.check()
+            if not self._opened:
+                await self.open()
             connection: psycopg.AsyncConnection[Any] | None = None
+            pool = self.pool
             try:
-                async with self.pool.connection() as connection, connection.cursor(row_factory=dict_row) as cursor:
+                async with pool.connection() as connection, connection.cursor(row_factory=dict_row) as cursor:
                     await cursor.execute(sql, params)
                     if fetch == "all":
                         return await cursor.fetchall()
                     return await cursor.fetchone()
             except PoolTimeout:
                 log.warning("read path: no connection within the pool timeout")
-                raise _unavailable() from None
+                if self._availability is not None:
+                    self._availability.suspect()
+                raise database_unavailable() from None
+            except PoolClosed:
+                # Closed under the request because the database went down (`_drop_pool`).
+                raise database_unavailable() from None
             except psycopg.OperationalError:
                 broken = connection is None or connection.broken or connection.closed
                 if not broken:
                     raise  # a statement error (timeout, cancel) on a healthy connection: not ours to retry
                 if attempt == 2:
                     log.warning("read path: the database is unreachable")
-                    raise _unavailable() from None
+                    raise database_unavailable() from None
+                await self._broken()
                 # The pool discards the broken connection when it comes back. The others were likely broken by
                 # the same event (a server restart kills them all): check the idle ones (replacing the dead)
                 # so the retry, or the next request, really runs on a fresh connection.
-                await self.pool.check()
+                with suppress(PoolClosed):  # closed meanwhile: the database went down (`_drop_pool`)
+                    await pool.check()
                 if not retry:
                     # A write is not repeated: it may have run before its connection broke.
                     log.warning("read path: a one-statement write lost its connection; not repeated")
-                    raise _unavailable() from None
+                    raise database_unavailable() from None
                 log.info("read path: retrying on a fresh connection after a broken one")
         raise AssertionError("unreachable")
 

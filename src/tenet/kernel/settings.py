@@ -19,7 +19,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
-from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tenet.kernel.mail import MailSettings
@@ -93,6 +101,7 @@ SECTION_CONFIG = SettingsConfigDict(env_file=".env", extra="ignore", populate_by
 
 SECRET_KEY_MIN_LENGTH = 32
 SECRET_KEY_MIN_DISTINCT = 10
+METRICS_TOKEN_MIN_LENGTH = 16
 
 
 class MissingSecretKey(RuntimeError):
@@ -148,14 +157,35 @@ class KernelSettings(BaseSettings):
         "http://127.0.0.1:8000", validation_alias=env("TENET_PUBLIC_BASE_URL")
     )
 
+    # --- background jobs ------------------------------------------------------------------------
+    # Each `tenet worker` records a heartbeat this often; one whose heartbeat is older than the stalled bound is
+    # taken for dead (killed, its machine gone), and a live worker puts the jobs it held back in the queue
+    # (tenet.worker.recover_stalled_jobs; docs/decisions.md, "Operations under failure").
+    worker_heartbeat_seconds: float = Field(10.0, gt=0, validation_alias=env("TENET_WORKER_HEARTBEAT_SECONDS"))
+    stalled_worker_seconds: float = Field(60.0, gt=0, validation_alias=env("TENET_STALLED_WORKER_SECONDS"))
+
     # --- operations -----------------------------------------------------------------------------
     log_level: str = Field("INFO", validation_alias=env("TENET_LOG_LEVEL"))
     log_format: str = Field("json", pattern="^(json|console)$", validation_alias=env("TENET_LOG_FORMAT"))
+    # /metrics is served only to a scraper sending `Authorization: Bearer <this>`; unset, it is not served
+    # (it names routes, pool sizes and job counts: docs/decisions.md, "Operations under failure").
+    metrics_token: SecretStr | None = Field(None, validation_alias=env("TENET_METRICS_TOKEN"))
 
     @field_validator("forwarded_allow_ips")
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
         return normalize_forwarded_allow_ips(value)
+
+    @field_validator("metrics_token", mode="before")
+    @classmethod
+    def _token_long_enough(cls, value: Any) -> Any:
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        if isinstance(text, str) and len(text.strip()) < METRICS_TOKEN_MIN_LENGTH:
+            raise ValueError(f"must be at least {METRICS_TOKEN_MIN_LENGTH} characters long (a random value: "
+                             "python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+        return text.strip() if isinstance(text, str) else value
 
     @field_validator("database_url")
     @classmethod
@@ -191,6 +221,13 @@ class KernelSettings(BaseSettings):
             raise ValueError(f"must use at least {SECRET_KEY_MIN_DISTINCT} different characters (a random value: "
                              "python -c 'import secrets; print(secrets.token_urlsafe(48))')")
         return value
+
+    @model_validator(mode="after")
+    def _stalled_after_several_heartbeats(self) -> KernelSettings:
+        # A live worker whose heartbeat is merely late must not lose its jobs to another (they would run twice).
+        if self.stalled_worker_seconds < 3 * self.worker_heartbeat_seconds:
+            raise ValueError("TENET_STALLED_WORKER_SECONDS must be at least three TENET_WORKER_HEARTBEAT_SECONDS")
+        return self
 
     @property
     def uses_embedded_database(self) -> bool:
