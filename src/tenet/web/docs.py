@@ -34,13 +34,16 @@ class System:
     status: str
 
 
-# The README's table of systems; a system's status changes here when it lands.
+# The README's table of systems, status for status (tests/e2e/test_docs_pages.py compares the page with it).
 SYSTEMS = (
     System("Identity: users, roles, permission points, API clients, tokens", "tenet.iam", "available"),
     System("Workspaces, members and email invitations", "tenet.workspaces", "available"),
-    System("Social collaboration", "tenet.social", "planned"),
-    System("Meeting attendance, agenda, Outlook sync", "tenet.meetings", "planned"),
-    System("Hotel reservation workflow", "tenet.reservations", "planned"),
+    System("Social collaboration: profiles, friends, groups, shared schedule items, inbox, todos, automations",
+           "tenet.social", "available"),
+    System("Meeting attendance: meetings, series, QR check-in, reports, agenda and files", "tenet.meetings",
+           "available"),
+    System("Hotel reservation workflow: AI ingest, orders, task queues, task cards, simulated OPERA",
+           "tenet.reservations", "available"),
 )
 
 router = APIRouter(include_in_schema=False)
