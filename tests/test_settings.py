@@ -157,7 +157,7 @@ def test_only_the_documented_variables_are_read(monkeypatch):
     monkeypatch.setenv("SMTP_HOST", "elsewhere.example")
     monkeypatch.delenv("TENET_SMTP_HOST", raising=False)
     settings = Settings(_env_file=None)
-    assert settings.log_level == "INFO" and settings.log_format == "json" and settings.smtp_host is None
+    assert settings.log_level == "INFO" and settings.log_format == "auto" and settings.smtp_host is None
 
 
 @pytest.mark.parametrize("command,variable,value", [

@@ -9,11 +9,11 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -247,35 +247,71 @@ def _serve_with_metrics(settings: KernelSettings, *, host: str, port: int, worke
             migrations.upgrade(url)
     # Worker processes inherit the resolved URL, so they join the server this process started (as the
     # embedded database: they keep its development signing key, see KernelSettings.signing_key).
+    base = f"http://{host}:{port}"
     if settings.uses_embedded_database:
         os.environ["TENET_EMBEDDED_DATABASE_URL"] = url
         with _reaching(url):
             created = _run(_bootstrap_first_admin(settings, url))
-        _print_embedded_banner(settings, f"http://{host}:{port}", created)
+
+        def greeting() -> None:
+            _print_embedded_banner(settings, base, created)
     else:
-        base = f"http://{host}:{port}"
-        console.print(f"Serving on {base} (docs at {base}/docs). "
-                      "No administrator yet? Run: tenet users create-admin --email E --password P")
+        def greeting() -> None:
+            _print_banner([f"Serving on [bold]{base}[/bold]   API docs: [bold]{base}/docs[/bold]",
+                           "No administrator yet? Run: [bold]tenet users create-admin --email E --password P[/bold]"])
+    config = uvicorn.Config(
+        "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
+        # No `Server: uvicorn` on any answer (uvicorn hands the config to every --workers process).
+        access_log=False, server_header=False, timeout_graceful_shutdown=20, proxy_headers=proxy.proxy_headers,
+        forwarded_allow_ips=proxy.forwarded_allow_ips,
+    )
     with _watching_embedded_server(settings):
-        uvicorn.run(
-            "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
-            # No `Server: uvicorn` on any answer (uvicorn hands the config to every --workers process).
-            access_log=False, server_header=False, timeout_graceful_shutdown=20, proxy_headers=proxy.proxy_headers,
-            forwarded_allow_ips=proxy.forwarded_allow_ips,
-        )
+        _run_uvicorn(config, greeting)
+
+
+def _run_uvicorn(config: Any, greeting: Callable[[], None]) -> None:
+    """uvicorn.run's two cases we use, with the greeting last: one process greets once it listens (after
+    every start-up line, so the password is the last thing on the screen); with --workers the parent greets
+    before it starts them."""
+    import uvicorn
+    from uvicorn.main import STARTUP_FAILURE
+    from uvicorn.supervisors import Multiprocess
+
+    class GreetingServer(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                greeting()
+
+    if config.workers > 1:
+        greeting()
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
+        return
+    server = GreetingServer(config)
+    with suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        raise typer.Exit(STARTUP_FAILURE)  # uvicorn's own status (the port taken, the app failing to start)
 
 
 def _print_embedded_banner(settings: KernelSettings, base: str, created: tuple[str, str] | None) -> None:
-    console.rule("[bold]Tenet")
-    console.print(f"Embedded PostgreSQL under {settings.pgdata_dir}")
+    lines = [f"Tenet is serving on [bold]{base}[/bold]   API docs: [bold]{base}/docs[/bold]",
+             f"Embedded PostgreSQL under {settings.pgdata_dir}"]
     if created:
         email, password = created
-        console.print(f"First administrator created: [bold]{email}[/bold] / password [bold]{password}[/bold]")
-        console.print("This password is shown once. Sign in at /docs (Authorize) or POST /api/v1/auth/token.")
+        lines += [f"First administrator created: [bold]{email}[/bold] / password [bold]{password}[/bold]",
+                  "This password is shown once. Sign in at /docs (Authorize) or POST /api/v1/auth/token."]
     else:
-        console.print("Sign in with your administrator account; to add one: "
-                      "[bold]tenet users create-admin --email E --password P[/bold]")
-    console.print(f"API docs: [bold]{base}/docs[/bold]   readiness: {base}/readyz")
+        lines.append("Sign in with your administrator account; to add one: "
+                     "[bold]tenet users create-admin --email E --password P[/bold]")
+    _print_banner(lines)
+
+
+def _print_banner(lines: list[str]) -> None:
+    # Never wrapped: a password broken over two lines cannot be copied (a pipe's console is 80 columns).
+    console.rule("[bold]Tenet")
+    for line in lines:
+        console.print(line, soft_wrap=True)
     console.rule()
 
 

