@@ -10,8 +10,10 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 WORKERS ?= 1
 PYTEST_ARGS ?=
-# The page tests drive the system Chromium through Playwright (no browser download).
+# The page tests drive the system Chromium through Playwright (no browser download); the reverse-proxy test
+# runs Debian's nginx with the block of docs/operations.md.
 CHROMIUM := /usr/bin/chromium
+NGINX := /usr/sbin/nginx
 
 .PHONY: run test install install-test worker lint bench clean-data
 
@@ -35,6 +37,14 @@ $(CHROMIUM):
 	  echo "The page tests need Chromium at $(CHROMIUM): install it (Debian: sudo apt-get install chromium)"; exit 1; \
 	fi
 
+$(NGINX):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing nginx for the reverse-proxy test (apt-get install nginx-light)"; \
+	  apt-get install -y -q nginx-light >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q nginx-light >/dev/null; }; \
+	else \
+	  echo "The reverse-proxy test needs nginx at $(NGINX): install it (Debian: sudo apt-get install nginx-light)"; exit 1; \
+	fi
+
 install: $(RUNTIME_STAMP)
 
 install-test: $(TEST_STAMP)
@@ -48,7 +58,7 @@ worker: $(RUNTIME_STAMP)
 	$(BIN)/tenet worker
 
 ## Install and run the whole test suite (embedded PostgreSQL unless DATABASE_URL is set)
-test: $(TEST_STAMP) $(CHROMIUM)
+test: $(TEST_STAMP) $(CHROMIUM) $(NGINX)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 ## Ruff on everything, mypy on src (strict on the kernel)
