@@ -26,10 +26,10 @@ RESTART_PAUSE = 1.0  # seconds before procrastinate's worker is started again af
 MAX_RESTART_PAUSE = 30.0
 
 
-def blueprints() -> dict[str, procrastinate.Blueprint]:
-    """Each domain's blueprint under its name (task names become `<domain>:<job>`; job names are unique
+def blueprints() -> dict[str, tuple[procrastinate.Blueprint, ...]]:
+    """Each domain's blueprints under its name (task names become `<domain>:<job>`; job names are unique
     across domains, which the `job` decorator checks)."""
-    return {domain.name: domain.blueprint for domain in load_all() if domain.blueprint is not None}
+    return {domain.name: domain.blueprints for domain in load_all() if domain.blueprints}
 
 
 @cache
@@ -37,8 +37,9 @@ def _registered_app() -> procrastinate.App:
     # procrastinate renames a blueprint's tasks when it registers them, so they are registered once per
     # process; the app is then pointed at the database this process uses.
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=""))
-    for namespace, blueprint in blueprints().items():
-        app.add_tasks_from(blueprint, namespace=namespace)
+    for namespace, domain_blueprints in blueprints().items():
+        for blueprint in domain_blueprints:
+            app.add_tasks_from(blueprint, namespace=namespace)
     return app
 
 

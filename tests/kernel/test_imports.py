@@ -73,7 +73,7 @@ def reachable(module: str) -> set[str]:
 def _domain_packages() -> set[str]:
     packages = set()
     for domain in DOMAINS:
-        for path in (*domain.modules, domain.api, domain.jobs, domain.events):
+        for path in (*domain.modules, domain.api, *domain.jobs, domain.events):
             if path and not path.startswith("tenet.kernel"):
                 packages.add(".".join(path.split(".")[:2]))
     return packages

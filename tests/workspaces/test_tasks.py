@@ -66,7 +66,7 @@ class TestExpireInvitationsJob:
 
 class TestWorkerRegistration:
     def test_blueprint_is_registered_under_workspace(self):
-        assert blueprints()["workspaces"] is tasks.blueprint
+        assert blueprints()["workspaces"] == (tasks.blueprint,)
         app = build_job_app("postgresql://tenet@localhost/unused")
         assert {"workspaces:expire_invitations", "workspaces:finish_workspace_deletions"} <= set(app.tasks)
         periodic = {name for name, _periodic_id in app.periodic_registry.periodic_tasks}

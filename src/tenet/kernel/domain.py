@@ -13,7 +13,7 @@ create an import cycle. Each named module exposes a conventional attribute:
 | field | module must expose |
 |---|---|
 | `api` | `ROUTERS` (sequence of `APIRouter`) and `OPENAPI_TAGS` (sequence of tag dicts) |
-| `jobs` | `blueprint` (`procrastinate.Blueprint`) |
+| `jobs` | `blueprint` (`procrastinate.Blueprint`) in each module named (one per sub-package, say) |
 | `events` | `HANDLERS` (mapping of event class to a handler or a sequence of handlers) |
 | `modules` | nothing: they register tables, invariants and state machines when imported |
 """
@@ -41,7 +41,7 @@ class Domain:
     # Modules imported for what they register: models (tables), invariants, lifecycles.
     modules: tuple[str, ...] = ()
     api: str | None = None
-    jobs: str | None = None
+    jobs: tuple[str, ...] = ()
     events: str | None = None
     # Permission points this domain checks, with the system roles that hold each by default.
     permissions: tuple[permissions.PermissionPoint, ...] = ()
@@ -57,7 +57,8 @@ class LoadedDomain:
     declaration: Domain
     routers: tuple[Any, ...] = ()
     openapi_tags: tuple[Mapping[str, Any], ...] = ()
-    blueprint: Any | None = None
+    # One per module of `jobs`; the worker registers them all under the domain's name.
+    blueprints: tuple[Any, ...] = ()
     handlers: Mapping[type[events.Event], tuple[events.Handler, ...]] = field(default_factory=dict)
 
     @property
@@ -86,14 +87,14 @@ def load(declaration: Domain) -> LoadedDomain:
         api = _module(declaration.api)
         routers = tuple(_attribute(api, "ROUTERS", declaration))
         tags = tuple(_attribute(api, "OPENAPI_TAGS", declaration))
-    blueprint = _attribute(_module(declaration.jobs), "blueprint", declaration) if declaration.jobs else None
+    blueprints = tuple(_attribute(_module(path), "blueprint", declaration) for path in declaration.jobs)
     handlers: dict[type[events.Event], tuple[events.Handler, ...]] = {}
     if declaration.events:
         raw: Mapping[type[events.Event], events.Handler | Sequence[events.Handler]] = _attribute(
             _module(declaration.events), "HANDLERS", declaration)
         for event_type, handler in raw.items():
             handlers[event_type] = tuple(handler) if isinstance(handler, Sequence) else (handler,)
-    return LoadedDomain(declaration, routers, tags, blueprint, handlers)
+    return LoadedDomain(declaration, routers, tags, blueprints, handlers)
 
 
 def check_declarations(domains: Iterable[Domain]) -> None:
@@ -121,5 +122,5 @@ KERNEL = Domain(
     name="kernel",
     schema="kernel",
     modules=("tenet.kernel.models", "tenet.kernel.rules"),
-    jobs="tenet.kernel.tasks",
+    jobs=("tenet.kernel.tasks",),
 )

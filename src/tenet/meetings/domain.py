@@ -11,7 +11,7 @@ DOMAIN = Domain(
     modules=("tenet.meetings.models", "tenet.meetings.invariants", "tenet.meetings.lifecycles",
              "tenet.meetings.agenda.models", "tenet.meetings.agenda.invariants", "tenet.meetings.agenda.lifecycles"),
     api="tenet.meetings.api",
-    jobs="tenet.meetings.tasks",
+    jobs=("tenet.meetings.tasks", "tenet.meetings.agenda.tasks"),
     events="tenet.meetings.events",
     permissions=POINTS,
     locks=(

@@ -35,5 +35,3 @@ async def erase_guest_data(scope: JobScope, timestamp: int) -> dict[str, int]:
         log.info("erased guest data", extra={"guests": total})
     return {"guests": total}
 
-
-from tenet.meetings.agenda import tasks as agenda_tasks  # noqa: E402, F401  (the agenda's jobs, same blueprint)

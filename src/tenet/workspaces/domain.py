@@ -9,7 +9,7 @@ DOMAIN = Domain(
     settings=WorkspaceSettings,
     modules=("tenet.workspaces.models", "tenet.workspaces.invariants", "tenet.workspaces.lifecycles"),
     api="tenet.workspaces.api",
-    jobs="tenet.workspaces.tasks",
+    jobs=("tenet.workspaces.tasks",),
     events="tenet.workspaces.events",
     locks=("workspace.workspace (the serialisation point of one workspace; several in id order)",),
 )

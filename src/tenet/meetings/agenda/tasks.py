@@ -1,6 +1,6 @@
-"""Jobs of the agenda (on the meetings blueprint): the purge of soft-deleted rows and files after
-MEETING_ATTACHMENT_PHYSICAL_DELETE_DAYS (spec §软删 + cron 物理清理, MA-INV-27), and the sweep of what interrupted
-uploads leave behind (spec: "cron 兜底")."""
+"""Jobs of the agenda (a blueprint of its own, registered under the meetings domain): the purge of soft-deleted
+rows and files after MEETING_ATTACHMENT_PHYSICAL_DELETE_DAYS (spec §软删 + cron 物理清理, MA-INV-27), and the
+sweep of what interrupted uploads leave behind (spec: "cron 兜底")."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import procrastinate
 from sqlalchemy import text
 
 from tenet.db.database import Database
@@ -17,9 +18,10 @@ from tenet.kernel.jobs import JobScope, job
 from tenet.kernel.settings import section
 from tenet.meetings.agenda import attachments, storage
 from tenet.meetings.settings import MeetingSettings
-from tenet.meetings.tasks import blueprint
 
 log = logging.getLogger(__name__)
+
+blueprint = procrastinate.Blueprint()
 
 TEMP_MAX_AGE = timedelta(hours=1)
 ORPHAN_MIN_AGE = timedelta(hours=24)
