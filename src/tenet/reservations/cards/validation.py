@@ -16,6 +16,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any, Literal
 
+from tenet.kernel.text import storable
 from tenet.reservations.cards.definitions import CardDefinition, FieldDefinition, FieldType, RuleCode
 from tenet.reservations.keys import UnusableKey, normalize_key
 
@@ -60,7 +61,7 @@ def _value(definition: FieldDefinition, value: Any, path: str, issues: list[Issu
         issues.append(Issue(path, "WRONG_TYPE"))
         return None
     if kind in (FieldType.STRING, FieldType.TEXT, FieldType.BUSINESS_KEY):
-        if "\x00" in value or (kind != FieldType.TEXT and not value.isprintable()):
+        if not storable(value) or (kind != FieldType.TEXT and not value.isprintable()):
             issues.append(Issue(path, "BAD_FORMAT"))
             return None
         if definition.max_length is not None and len(value) > definition.max_length:
