@@ -136,6 +136,31 @@ class TestRawJson:
                                     "WHERE id = :id", id=int(result["transition_id"]))
         assert stored["ai_payload_json"] == raw_item
 
+    async def test_a_body_cut_short_is_400_and_logs_no_error(self, app, rsv, world, db, caplog):
+        """The client goes away before its declared length arrived: the route answers 400 (as uploads do), logs
+        no unhandled error, stores nothing."""
+        raw = body("H1", [item(cn="CUT")])
+        headers = rsv.headers(world.ingest1, **{"Content-Type": "application/json", "Content-Length": str(len(raw))})
+        chunks = [{"type": "http.request", "body": raw[:20], "more_body": True}, {"type": "http.disconnect"}]
+        sent: list[dict] = []
+
+        async def receive():
+            return chunks.pop(0) if chunks else {"type": "http.disconnect"}
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": f"{BASE}/ai-batches", "raw_path": b"", "query_string": b"",
+                 "root_path": "", "server": ("testserver", 80), "client": ("127.0.0.1", 1),
+                 "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+        with caplog.at_level("WARNING"):
+            await app(scope, receive, send)
+        start, answer = sent[0], json.loads(sent[1]["body"])
+        assert (start["status"], answer["code"]) == (400, "MALFORMED_REQUEST_BODY")
+        assert [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")] == []
+        assert await _rows(db, "SELECT id FROM reservation.workflow_reservation_ai_batch") == []
+
     async def test_too_many_items(self, rsv, world, app):
         raw = body("H1", [item(cn=f"K{i}") for i in range(501)])
         response = await rsv.ingest(world.ingest1, raw)
