@@ -188,3 +188,13 @@ async def test_a_lone_surrogate_in_a_settings_key_is_422_not_500(client, users):
     body = assert_problem(response, 422, "VALIDATION_FAILED")
     response.content.decode("utf-8")  # strict: well-formed UTF-8
     assert "\ufffd" in json.dumps(body, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(("digits", "ceiling", "wanted"), [
+    ("0", 10, 0), ("7", 10, 7), ("10", 10, 10), ("11", 10, 10), ("0007", 10, 7), ("9" * 5000, 10, 10),
+    ("0" * 5000 + "3", 10, 3), ("0" * 5000, 10, 0), ("99", 2**63, 99), ("9" * 19, 2**63, 2**63),
+])
+def test_digits_of_any_length_are_bounded_before_they_are_converted(digits, ceiling, wanted):
+    from tenet.kernel.text import number_at_most
+
+    assert number_at_most(digits, ceiling) == wanted

@@ -1,4 +1,4 @@
-"""Text a client sent that Python holds but UTF-8 and PostgreSQL do not.
+"""Text a client sent: what Python holds but UTF-8 and PostgreSQL do not, and digits of any length.
 
 A JSON string escape may name a lone surrogate (`"\\ud800"`): the standard library decodes it into a `str`
 that cannot be encoded as UTF-8, and PostgreSQL text holds no NUL either. Typed fields refuse such text in
@@ -21,3 +21,13 @@ def storable(value: str) -> bool:
 def well_formed(value: str) -> str:
     """`value` with each lone surrogate replaced by U+FFFD (the replacement character), so it encodes."""
     return _SURROGATE.sub("\ufffd", value)
+
+
+def number_at_most(digits: str, ceiling: int) -> int:
+    """The number ASCII `digits` spell, or `ceiling` when it is larger: a client chooses how many digits to
+    send, and int() of thousands of them costs time (past 4,300 it raises ValueError), so digits longer than
+    the ceiling's are never converted."""
+    significant = digits.lstrip("0")
+    if len(significant) > len(str(ceiling)):
+        return ceiling
+    return min(int(significant or "0"), ceiling)
