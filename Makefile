@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 CHROMIUM := /usr/bin/chromium
 NGINX := /usr/sbin/nginx
 
-.PHONY: run test install install-test worker lint bench clean-data
+.PHONY: run test install install-test worker lint bench clean-data fuzz-wide
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,16 @@ worker: $(RUNTIME_STAMP)
 ## Install and run the whole test suite (embedded PostgreSQL unless DATABASE_URL is set)
 test: $(TEST_STAMP) $(CHROMIUM) $(NGINX)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
+
+## The widened fuzz pass (huge exponents, long digit strings, lone surrogates) over every route, longer than the
+## one `make test` runs: make fuzz-wide WIDE_EXAMPLES=50 (examples per place a route takes a value)
+WIDE_EXAMPLES ?= 25
+WIDE_FUZZ_FILES := tests/iam/test_schemathesis.py tests/workspaces/test_api_fuzz.py tests/social/test_api_fuzz.py \
+	tests/meetings/test_api_fuzz.py tests/meetings/agenda/test_api_fuzz.py tests/reservations/test_api_fuzz.py \
+	tests/ops/test_api_fuzz_wide.py
+fuzz-wide: $(TEST_STAMP)
+	FUZZ_WIDE_EXAMPLES=$(WIDE_EXAMPLES) $(BIN)/python -m pytest -n auto -k "widened or every_operation" \
+	  $(PYTEST_ARGS) $(WIDE_FUZZ_FILES)
 
 ## Ruff on everything, mypy on src (strict on the kernel)
 lint: $(TEST_STAMP)

@@ -11,6 +11,7 @@ from schemathesis.generation import GenerationMode
 
 from tenet.app import create_app
 from tests.conftest import test_settings
+from tests.support import widefuzz
 from tests.support.fuzz import fuzz, identity_world
 
 pytestmark = pytest.mark.live_server
@@ -31,3 +32,13 @@ def test_identity_routes_never_answer_5xx(operation, live_server, live_database_
     world = identity_world(live_server.url, live_database_url, live_admin_token)
     tally = fuzz(operation, base_url=live_server.url, world=world, examples=EXAMPLES)
     tally.assert_calls_reached_the_service(consumes_ids=operation.label in CONSUMES_IDS)
+
+
+@pytest.mark.parametrize("operation", widefuzz.operations("identity"), ids=lambda operation: operation.label)
+def test_identity_routes_with_widened_values_never_answer_5xx(operation, live_server, live_database_url,
+                                                               live_admin_token):
+    """Issue 24: huge exponents, long digit strings, lone surrogates and forged cursors, as an administrator
+    with a world of its own (deletions and disabled accounts do not carry over)."""
+    world = identity_world(live_server.url, live_database_url, live_admin_token)
+    tally = widefuzz.wide_fuzz(operation, base_url=live_server.url, world=world)
+    assert tally.broken == [], tally.broken

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 PROBLEM = "application/problem+json"
@@ -164,3 +166,35 @@ async def test_dates_at_the_edge_of_the_calendar_are_4xx_not_500(client, users, 
     assert 400 <= response.status_code < 500, response.text
     assert response.headers["content-type"].startswith(PROBLEM)
     assert response.json()["code"] in ERROR_REGISTRY
+
+
+def test_no_problem_document_fails_to_encode():
+    """A client's string can reach a problem (a member name in `errors[].loc`, a field path): a lone surrogate
+    in it (legal in a JSON escape, not in UTF-8) becomes U+FFFD, so the document is always UTF-8 JSON."""
+    from tenet.kernel.errors import ValidationFailed
+    from tenet.kernel.problems import problem_bytes
+
+    error = ValidationFailed("bad \ud800 key", errors=[{"loc": ["body", "\udfff", "\ud83d\ude00"], "msg": "x",
+                                                        "type": "y"}])
+    document = json.loads(problem_bytes(error, "rid").decode("utf-8"))
+    assert document["detail"] == "bad \ufffd key"
+    assert document["errors"][0]["loc"] == ["body", "\ufffd", "\ufffd\ufffd"]
+
+
+async def test_a_lone_surrogate_in_a_settings_key_is_422_not_500(client, users):
+    user = await users.make()
+    response = await client.patch("/api/v1/social/me/settings", content=b'{"\\ud800": 1, "privacy": {"\\udc00x": 1}}',
+                                  headers={**user.headers, "content-type": "application/json"})
+    body = assert_problem(response, 422, "VALIDATION_FAILED")
+    response.content.decode("utf-8")  # strict: well-formed UTF-8
+    assert "\ufffd" in json.dumps(body, ensure_ascii=False)
+
+
+@pytest.mark.parametrize(("digits", "ceiling", "wanted"), [
+    ("0", 10, 0), ("7", 10, 7), ("10", 10, 10), ("11", 10, 10), ("0007", 10, 7), ("9" * 5000, 10, 10),
+    ("0" * 5000 + "3", 10, 3), ("0" * 5000, 10, 0), ("99", 2**63, 99), ("9" * 19, 2**63, 2**63),
+])
+def test_digits_of_any_length_are_bounded_before_they_are_converted(digits, ceiling, wanted):
+    from tenet.kernel.text import number_at_most
+
+    assert number_at_most(digits, ceiling) == wanted

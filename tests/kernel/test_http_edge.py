@@ -5,6 +5,7 @@ problem+json (with the request id) for every error path."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import uuid
 from datetime import date, timedelta
@@ -198,6 +199,36 @@ class TestUnexpectedErrors:
         assert first.status_code == again.status_code == 500
         assert first.json()["request_id"] == first.headers["x-request-id"]
         assert calls == ["explode", "explode"]  # a 5xx is not stored: the retry ran again
+
+
+async def cut_short(app, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict]:
+    """One ASGI exchange whose client sends half of its declared body and goes away: (status, problem)."""
+    messages = [{"type": "http.request", "body": body[: len(body) // 2], "more_body": True}]
+    sent: list[dict] = []
+
+    async def receive():
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    headers = {**headers, "Content-Type": "application/json", "Content-Length": str(len(body))}
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": path, "raw_path": b"", "query_string": b"", "root_path": "", "server": ("t", 80),
+             "client": ("127.0.0.1", 1), "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    await app(scope, receive, send)
+    return sent[0]["status"], json.loads(sent[1]["body"])
+
+
+class TestBodiesCutShort:
+    async def test_under_an_idempotency_key_a_cut_body_is_400_and_no_error(self, app, users, captured_logs):
+        """The idempotency layer reads the body itself (to fingerprint it): a client gone before the end of it
+        raised ClientDisconnect through every handler, a 500 logged as unhandled."""
+        user = await users.make()
+        status, problem = await cut_short(app, "/api/v1/workspaces", {**user.headers, "Idempotency-Key": "cut-1"},
+                                          b'{"name": "Half a workspace"}')
+        assert (status, problem["code"]) == (400, "MALFORMED_REQUEST_BODY")
+        assert [r.getMessage() for r in captured_logs if r.levelno >= logging.ERROR] == []
 
 
 class TestStreamingRoutesBypassIdempotency:

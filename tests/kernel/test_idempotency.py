@@ -7,9 +7,13 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from fastapi import APIRouter
 from sqlalchemy import text
 
 from tenet.app import create_app
+from tenet.deps import NowDep, SessionDep
+from tenet.kernel.errors import BadRequest
+from tenet.kernel.http import API_PREFIX, TenetRoute
 
 REGISTER = "/api/v1/auth/register"
 
@@ -219,3 +223,41 @@ async def test_a_nul_in_the_body_is_a_stored_422_with_or_without_a_key(committed
     assert bare.status_code == first.status_code == again.status_code == 422, first.text
     assert bare.json()["code"] == first.json()["code"] == "VALIDATION_FAILED"
     assert again.headers["idempotent-replayed"] == "true" and again.json() == first.json()
+
+
+refusing = APIRouter(prefix=f"{API_PREFIX}/idem-test", route_class=TenetRoute)
+
+
+@refusing.post("/write-then-refuse", status_code=201)
+async def write_then_refuse(session: SessionDep, now: NowDep) -> dict[str, str]:
+    await session.execute(text("INSERT INTO reservation.hotel (hotel_id, created_at, updated_at) "
+                               "VALUES ('HALF', :now, :now)"), {"now": now})
+    raise BadRequest("refused after a write")
+
+
+async def test_a_refusal_behind_a_key_rolls_back_what_the_handler_wrote(committed_db, clock, tmp_path):
+    """The refusal is rendered and stored by the idempotency layer, and the route's unit of work ends before
+    that: rolled back, as without the key. It was rendered inside the unit of work, which then committed the
+    handler's writes (and answered 500 where a flush had failed: PendingRollbackError, found by the widened
+    fuzz pass registering an existing hotel)."""
+    from tests.conftest import test_settings
+    from tests.support.users import UserFactory
+
+    app = create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock, run_background_tasks=False)
+    app.include_router(refusing)
+    admin = await UserFactory(app, committed_db, clock).admin()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        for key in (None, "refused", "refused"):
+            headers = {**admin.headers, **({"Idempotency-Key": key} if key else {})}
+            refused = await client.post(f"{API_PREFIX}/idem-test/write-then-refuse", headers=headers)
+            assert (refused.status_code, refused.json()["code"]) == (400, "BAD_REQUEST")
+        first = await client.post("/api/v1/reservations/hotels", json={"hotel_id": "H7"}, headers=admin.headers)
+        assert first.status_code == 201, first.text
+        for _ in range(2):
+            again = await client.post("/api/v1/reservations/hotels", json={"hotel_id": "H7"},
+                                      headers={**admin.headers, "Idempotency-Key": "hotel-again"})
+            assert (again.status_code, again.json()["code"]) == (409, "HOTEL_ALREADY_EXISTS"), again.text
+    assert refused.headers["idempotent-replayed"] == "true"
+    async with committed_db.read_only() as session:
+        hotels = (await session.execute(text("SELECT hotel_id FROM reservation.hotel ORDER BY 1"))).scalars().all()
+    assert hotels == ["H7"]

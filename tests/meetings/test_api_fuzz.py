@@ -19,6 +19,8 @@ from schemathesis.specs.openapi.checks import (
 
 from tenet.app import create_app
 from tests.conftest import test_settings
+from tests.support import widefuzz
+from tests.support.fuzz import World
 
 pytestmark = pytest.mark.live_server
 
@@ -50,3 +52,34 @@ def test_meeting_routes_never_answer_5xx(case, live_server, live_admin_token, re
         checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],
     )
 
+
+
+@pytest.fixture
+def meeting_rows(live_server, live_admin_token) -> dict[str, list[str]]:
+    """Real ids for the widened pass, made for each operation (a deletion does not carry over): a meeting open
+    for check-in, its attendances, a series and a template."""
+    base = f"{live_server.url}/api/v1/meeting-attendance"
+    headers = {"Authorization": f"Bearer {live_admin_token}"}
+    start = datetime.now(UTC) - timedelta(minutes=5)
+    with httpx.Client(base_url=base, headers=headers) as client:
+        real_meeting = client.post("/meetings", json={
+            "title": "Fuzzed", "start_time": start.isoformat(),
+            "end_time": (start + timedelta(hours=2)).isoformat()}).raise_for_status().json()["id"]
+        template = client.post("/templates", json={"label": "Fuzz template", "title": "Fuzzed", "duration_minutes": 30})
+        series = client.post("/series", json={"title": "Fuzz series", "timezone": "UTC", "start_date": "2026-03-02",
+                                              "start_local_time": "09:00", "duration_minutes": 30,
+                                              "rrule": "FREQ=WEEKLY;COUNT=3"})
+        attendances = client.get(f"/meetings/{real_meeting}/attendances")
+        for answer in (template, series, attendances):
+            answer.raise_for_status()
+    return {"meeting_id": [real_meeting], "template_id": [template.json()["id"]],
+            "series_id": [series.json()["series"]["id"]],
+            "attendance_id": [a["id"] for a in attendances.json()["items"] if a.get("id")] or [real_meeting]}
+
+
+@pytest.mark.parametrize("operation", widefuzz.operations("meetings"), ids=lambda operation: operation.label)
+def test_meeting_routes_with_widened_values_never_answer_5xx(operation, live_server, live_admin_token, meeting_rows):
+    """Issue 24: huge exponents, long digit strings, lone surrogates and forged cursors, on real rows."""
+    world = World(headers={"Authorization": f"Bearer {live_admin_token}"}, path=meeting_rows)
+    tally = widefuzz.wide_fuzz(operation, base_url=live_server.url, world=world)
+    assert tally.broken == [], tally.broken

@@ -178,3 +178,17 @@ async def test_the_ends_of_the_supported_range_are_accepted(ma, manager):
                    {"from": "2199-02-01", "to": "2200-01-01", "tz": "UTC"}):
         response = await ma.call("GET", "/reports/status-distribution", manager, params=params)
         assert response.status_code == 200, response.text
+
+
+async def test_text_a_worksheet_cannot_hold_is_exported_marked_not_a_500(ma, manager, users):
+    """XML 1.0 has no C0 control characters but tab, LF and CR; a title or a name may hold one (they are text
+    like any other). openpyxl refused the cell (IllegalCharacterError, a 500); it is written as U+FFFD."""
+    person = await users.make(display_name="Esc\x1bape")
+    meeting = await ma.create_ok(manager, title="Weekly\x16sync", required_attendee_ids=[str(person.id)])
+    workbook = await ma.call("GET", f"/reports/meetings/{meeting['id']}", manager, params={"format": "xlsx"})
+    assert workbook.status_code == 200, workbook.text
+    book = openpyxl.load_workbook(io.BytesIO(workbook.content))
+    written = {value for sheet in book for row in sheet.iter_rows(values_only=True) for value in row}
+    assert {"Weekly\ufffdsync", "Esc\ufffdape"} <= written
+    exported = await ma.call("GET", f"/reports/meetings/{meeting['id']}", manager, params={"format": "csv"})
+    assert "Esc\x1bape" in exported.content.decode("utf-8-sig")  # CSV holds any character

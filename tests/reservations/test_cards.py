@@ -3,6 +3,8 @@ version migration rule of spec §9."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from sqlalchemy import text
 
@@ -10,6 +12,7 @@ from tenet.kernel.jobs import JobRuntime, run_now
 from tenet.reservations import tasks as reservation_jobs
 from tenet.reservations.cards.contract import CURRENT_VERSION, LEGACY_VERSION
 from tenet.reservations.cards.provider import PROVIDER
+from tenet.reservations.cards.validation import prefill
 from tests.reservations.conftest import body, code, confirmable, item, rsv_invariants_hold
 
 
@@ -47,6 +50,84 @@ class TestDefinitions:
         card = (await rsv.task(world.agent, result["task_id"]))["card"]
         assert card["prefill"] == {"adults": 2, "number_of_rooms": 1, "rate_code": "BAR", "guest_name": "Ada"}
         assert card["prefill_issues"] == [{"field": "arrival_date", "code": "BAD_FORMAT"}]
+
+
+def _with(raw_item: str, **literals: str) -> str:
+    """`raw_item` with each field's placeholder string replaced by a number literal, spelt as the AI sent it."""
+    for name, literal in literals.items():
+        raw_item = raw_item.replace(f'"{name}":"{name}"', f'"{name}":{literal}')
+    return raw_item
+
+
+class TestPrefillNumbers:
+    """Issue 24 item 1: the AI's numbers are exact and unbounded; the prefill measures each by its exponent
+    before converting it, so one number can neither stall the API (int(1e400000) took seconds, quadratic in
+    the exponent), nor fill memory (1e80000000 written out: 80 MB per read), nor fail the task's every
+    answer (int(1e999999999999999999): MemoryError, a 500 on GET, confirm, abandon and move)."""
+
+    @pytest.mark.parametrize(("card", "field", "literal", "wanted"), [
+        ("NEW_BOOKING", "adults", "1e400000", "OUT_OF_RANGE"),
+        ("NEW_BOOKING", "adults", "-1e400000", "OUT_OF_RANGE"),
+        ("NEW_BOOKING", "adults", "1e999999999999999999", "OUT_OF_RANGE"),
+        ("NEW_BOOKING", "children", "1E+400000", "OUT_OF_RANGE"),
+        ("NEW_BOOKING", "number_of_rooms", "9" * 4300, "OUT_OF_RANGE"),
+        ("NEW_BOOKING", "adults", "1e-999999999999999999", "WRONG_TYPE"),
+        ("VOUCHER_RECEIVED", "voucher_amount", "1e80000000", "BAD_FORMAT"),
+        ("VOUCHER_RECEIVED", "voucher_amount", "1e-999999999999999999", "BAD_FORMAT"),
+        ("VOUCHER_RECEIVED", "voucher_amount", "1e999999999999999999", "BAD_FORMAT"),
+        ("VOUCHER_RECEIVED", "voucher_amount", "9" * 4300, "BAD_FORMAT"),
+        ("TA_RECORDER", "commission_percent", "-1e400000", "BAD_FORMAT"),
+    ])
+    def test_a_number_the_field_cannot_hold_is_an_issue_measured_not_converted(self, card, field, literal, wanted):
+        definition = PROVIDER.definition(card)
+        raw_item = _with(item(card, fields={field: field, "currency": "EUR"}), **{field: literal})
+        tracemalloc.start()
+        try:
+            found, issues = prefill(definition, raw_item)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert field not in found and {"field": field, "code": wanted} in issues
+        # Parsing the item and checking its fields: kilobytes. Writing the number out took its exponent in
+        # bytes (1e400000: a 166 kB int; 1e80000000: 80 MB of text), and 1e999999999999999999 could not.
+        assert peak < 100_000, f"peak {peak} bytes"
+
+    @pytest.mark.parametrize(("card", "field", "literal", "value"), [
+        ("NEW_BOOKING", "adults", "2", 2), ("NEW_BOOKING", "adults", "2.0", 2), ("NEW_BOOKING", "adults", "2E0", 2),
+        ("NEW_BOOKING", "number_of_rooms", "1e1", 10),
+        ("VOUCHER_RECEIVED", "voucher_amount", "1.50", "1.50"), ("VOUCHER_RECEIVED", "voucher_amount", "1E+11",
+                                                                 "100000000000"),
+        ("VOUCHER_RECEIVED", "voucher_amount", "0E+20", "0"), ("VOUCHER_RECEIVED", "voucher_amount", "12", "12"),
+        ("TA_RECORDER", "commission_percent", "12.5000", "12.5000"),
+    ])
+    def test_numbers_the_field_can_hold_are_still_prefilled(self, card, field, literal, value):
+        found, issues = prefill(PROVIDER.definition(card), _with(item(card, fields={field: field}), **{field: literal}))
+        assert (found[field], issues) == (value, [])
+
+    async def test_an_out_of_range_number_leaves_the_task_workable(self, rsv, world, db):
+        """`adults: 1e999999999999999999`: the task reads with an issue on adults, the agent types the value and
+        confirms; its neighbour behind it in the queue reads and is abandoned; nothing stays blocked."""
+        huge = "1e999999999999999999"
+        first = _with(item("new", event=1, fields={"adults": "adults", "guest_name": "Ada"}), adults=huge)
+        second = _with(item("new", event=1, fields={"adults": "adults"}), adults="1e400000")
+        results = (await rsv.ingest_ok(world.ingest1, body("H1", [first, second])))["items"]
+        assert results[0]["order_id"] == results[1]["order_id"]
+        task = await rsv.task(world.agent, results[0]["task_id"])
+        assert task["card"]["prefill"] == {"guest_name": "Ada"}
+        assert task["card"]["prefill_issues"] == [{"field": "adults", "code": "OUT_OF_RANGE"}]
+        behind = await rsv.task(world.agent, results[1]["task_id"])
+        assert behind["blocked"] is True and behind["card"]["prefill_issues"] == [
+            {"field": "adults", "code": "OUT_OF_RANGE"}]
+        confirmed = await rsv.confirm_ok(world.agent, task["id"])
+        assert confirmed["card"]["confirmed_payload"]["adults"] == 2
+        executed = await rsv.execute(world.agent, task["id"])
+        assert executed.status_code == 200, executed.text
+        released = await rsv.task(world.agent, results[1]["task_id"])
+        assert released["blocked"] is False
+        abandoned = await rsv.post(world.agent, f"/tasks/{released['id']}/abandon", {"reason": "duplicate"},
+                                   version=released["version"])
+        assert abandoned.status_code == 200, abandoned.text
+        await rsv_invariants_hold(db)
 
 
 async def _cards(db) -> dict[int, str]:

@@ -111,10 +111,54 @@ class TestRawJson:
         (b'{"hotel_id": "H2", "source_message_id": 1, "ai_task_results": []}', 403, "RESERVATION_HOTEL_FORBIDDEN"),
         (b'{"hotel_id": "H1", "source_message_id": "12", "request_id": "", "ai_task_results": []}', 422,
          "AI_BATCH_INVALID"),
+        # Numbers past the parser's limits (RFC 8259 section 9): an integer of more than 4,300 digits (Python's
+        # int() refuses it with a ValueError), an exponent no Decimal holds (InvalidOperation). Were 500s.
+        (b'{"hotel_id": "H1", "source_message_id": 1' + b"0" * 5000 + b', "ai_task_results": []}', 400,
+         "MALFORMED_REQUEST_BODY"),
+        (body("H1", [item("new", fields={"adults": 1}).replace('"adults":1', '"adults":' + "9" * 4301)]), 400,
+         "MALFORMED_REQUEST_BODY"),
+        (body("H1", [item("new", extra=',"source_event_index":-' + "1" * 4301)]), 400, "MALFORMED_REQUEST_BODY"),
+        (body("H1", [item("new", fields={"voucher_amount": "X"}).replace('"X"', "1e9999999999999999999")]), 400,
+         "MALFORMED_REQUEST_BODY"),
+        (body("H1", [], extra=',"extraction_warnings":[-1.5E-99999999999999999999]'), 400, "MALFORMED_REQUEST_BODY"),
     ])
     async def test_bad_bodies_are_refused_and_nothing_is_stored(self, rsv, world, db, raw, status, wanted):
         response = await rsv.ingest(world.ingest1, raw)
         assert (response.status_code, code(response)) == (status, wanted), response.text
+        assert await _rows(db, "SELECT id FROM reservation.workflow_reservation_ai_batch") == []
+
+    async def test_numbers_up_to_the_parsers_limits_are_kept_as_sent(self, rsv, world, db):
+        """4,300 digits and an exponent of 10^18 are within the limits: the item is stored exactly as sent."""
+        raw_item = item("new", fields={"adults": 1, "voucher_amount": "X"}).replace(
+            '"adults":1', '"adults":' + "9" * 4300).replace('"X"', "1e999999999999999999")
+        (result,) = (await rsv.ingest_ok(world.ingest1, body("H1", [raw_item])))["items"]
+        (stored,) = await _rows(db, "SELECT ai_payload_json FROM reservation.workflow_reservation_ai_transition "
+                                    "WHERE id = :id", id=int(result["transition_id"]))
+        assert stored["ai_payload_json"] == raw_item
+
+    async def test_a_body_cut_short_is_400_and_logs_no_error(self, app, rsv, world, db, caplog):
+        """The client goes away before its declared length arrived: the route answers 400 (as uploads do), logs
+        no unhandled error, stores nothing."""
+        raw = body("H1", [item(cn="CUT")])
+        headers = rsv.headers(world.ingest1, **{"Content-Type": "application/json", "Content-Length": str(len(raw))})
+        chunks = [{"type": "http.request", "body": raw[:20], "more_body": True}, {"type": "http.disconnect"}]
+        sent: list[dict] = []
+
+        async def receive():
+            return chunks.pop(0) if chunks else {"type": "http.disconnect"}
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": f"{BASE}/ai-batches", "raw_path": b"", "query_string": b"",
+                 "root_path": "", "server": ("testserver", 80), "client": ("127.0.0.1", 1),
+                 "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+        with caplog.at_level("WARNING"):
+            await app(scope, receive, send)
+        start, answer = sent[0], json.loads(sent[1]["body"])
+        assert (start["status"], answer["code"]) == (400, "MALFORMED_REQUEST_BODY")
+        assert [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")] == []
         assert await _rows(db, "SELECT id FROM reservation.workflow_reservation_ai_batch") == []
 
     async def test_too_many_items(self, rsv, world, app):

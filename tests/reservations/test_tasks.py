@@ -50,6 +50,22 @@ class TestDrafts:
                                 version=task["version"])
         assert partial.status_code == 200
 
+    async def test_a_lone_surrogate_in_a_field_name_is_named_not_a_500(self, rsv, world):
+        """The unknown field's name is echoed in `errors[].field`; a lone surrogate in it (a legal JSON escape,
+        not UTF-8) is answered as U+FFFD, and a draft that holds one or two in a value is refused, not stored."""
+        (result,) = await _one(rsv, world, item("new"))
+        task = await rsv.task(world.agent, result["task_id"])
+        bad = await rsv.client.put(
+            f"/api/v1/reservations/tasks/{task['id']}/card/draft",
+            content=b'{"payload": {"\\ud800": 1, "guest_name": "Ada \\udfff", "special_requests": "\\ud83d"}}',
+            headers=rsv.headers(world.agent, **{"If-Match": f'"{task["version"]}"',
+                                                "Content-Type": "application/json"}))
+        assert (bad.status_code, code(bad)) == (422, "TASK_CARD_PAYLOAD_INVALID")
+        bad.content.decode("utf-8")  # strict: well-formed UTF-8
+        assert sorted((e["field"], e["code"]) for e in bad.json()["errors"]) == [
+            ("guest_name", "BAD_FORMAT"), ("special_requests", "BAD_FORMAT"), ("\ufffd", "UNKNOWN_FIELD")]
+        assert (await rsv.task(world.agent, task["id"]))["version"] == task["version"]
+
     async def test_a_notification_has_no_draft(self, rsv, world):
         (result,) = await _one(rsv, world, item("note"))
         task = await rsv.task(world.agent, result["task_id"])

@@ -20,6 +20,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 from tests.conftest import test_settings
+from tests.support import widefuzz
+from tests.support.fuzz import World
 
 from tenet.app import create_app
 
@@ -89,3 +91,12 @@ def test_social_routes_never_answer_5xx(case, live_server, live_admin_token, own
         headers={"Authorization": f"Bearer {live_admin_token}"},
         checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],
     )
+
+
+@pytest.mark.parametrize("operation", widefuzz.operations("social"), ids=lambda operation: operation.label)
+def test_social_routes_with_widened_values_never_answer_5xx(operation, live_server, live_admin_token, owned):
+    """Issue 24: huge exponents, long digit strings, lone surrogates (settings and agent config keys too) and
+    forged cursors, on the rows the user owns."""
+    world = World(headers={"Authorization": f"Bearer {live_admin_token}"}, path=owned)
+    tally = widefuzz.wide_fuzz(operation, base_url=live_server.url, world=world)
+    assert tally.broken == [], tally.broken

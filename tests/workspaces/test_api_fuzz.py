@@ -11,6 +11,7 @@ from schemathesis.generation import GenerationMode
 
 from tenet.app import create_app
 from tests.conftest import test_settings
+from tests.support import widefuzz
 from tests.support.fuzz import fuzz, workspace_world
 
 pytestmark = pytest.mark.live_server
@@ -29,3 +30,12 @@ def test_workspace_routes_never_answer_5xx(operation, live_server, live_database
     world = workspace_world(live_server.url, live_database_url)
     tally = fuzz(operation, base_url=live_server.url, world=world, examples=EXAMPLES)
     tally.assert_calls_reached_the_service(consumes_ids=operation.label in CONSUMES_IDS)
+
+
+@pytest.mark.parametrize("operation", widefuzz.operations("workspaces"), ids=lambda operation: operation.label)
+def test_workspace_routes_with_widened_values_never_answer_5xx(operation, live_server, live_database_url):
+    """Issue 24: huge exponents, long digit strings, lone surrogates and forged cursors, as the owner of a world
+    of its own (a deletion would leave the next operations nothing but WORKSPACE_NOT_ACTIVE)."""
+    world = workspace_world(live_server.url, live_database_url)
+    tally = widefuzz.wide_fuzz(operation, base_url=live_server.url, world=world)
+    assert tally.broken == [], tally.broken

@@ -29,6 +29,7 @@ from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalErr
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY, RequestBodyLimitMiddleware
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -254,6 +255,13 @@ async def _on_overflow(request: Request, exc: Exception) -> Response:
     return problem_response(error, _request_id(request))
 
 
+async def _on_client_disconnect(request: Request, exc: Exception) -> Response:
+    # The client went away before its body was complete (a route or the idempotency layer reading it): the
+    # request's fault, answered like any malformed body (uploads say so in their own words); nobody reads it.
+    return problem_response(errors.MalformedRequestBody("The body ended before it was complete"),
+                            _request_id(request))
+
+
 def unexpected_error(method: str, path: str, exc: Exception) -> DomainError:
     """The answer to an exception no handler claimed, logged once with its traceback: a 500 (a bug), or a
     503 when SQLAlchemy says the connection died under it."""
@@ -277,6 +285,7 @@ def install_error_handlers(app: FastAPI) -> None:
     # The transaction-free read path runs psycopg directly: its refusals of a value arrive unwrapped.
     app.add_exception_handler(psycopg.DataError, _on_data_error)
     app.add_exception_handler(OverflowError, _on_overflow)
+    app.add_exception_handler(ClientDisconnect, _on_client_disconnect)
     # Likewise the statements a unit of work runs directly (kernel.statements): a lost connection, a deadlock
     # or serialization failure the client may retry.
     app.add_exception_handler(psycopg.OperationalError, _on_database_unavailable)

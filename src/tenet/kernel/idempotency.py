@@ -20,9 +20,11 @@ carries a short lease that is renewed while the request runs, so a long request 
 process that died mid-request blocks the key for at most one lease (duplicates meanwhile get 409 with
 `Retry-After`). When the database is unreachable the client gets 503 with `Retry-After`, never a 500.
 
-Known window (docs/decisions.md): the handler's transaction and the stored response commit separately.
-If the process dies between the two, the lease expires and a retry runs the handler again; domain rules
-(unique keys, conditional transitions) then answer it like any second attempt.
+Known window (docs/decisions.md): the handler's transaction and the stored response commit separately,
+the handler's first (its function-scoped dependencies are closed before the answer is kept, so a refusal
+rolls back what the handler wrote). If the process dies between the two, the lease expires and a retry
+runs the handler again; domain rules (unique keys, conditional transitions) then answer it like any second
+attempt.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import logging
 import re
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
@@ -60,6 +63,8 @@ LEASE = timedelta(seconds=15)
 RENEW_EVERY = LEASE.total_seconds() / 3
 _KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}\Z")  # printable ASCII, no spaces
 _NOT_STORED = {409, 429, 503}
+# Where FastAPI keeps the exit stack of a request's function-scoped dependencies (fastapi.routing).
+_FUNCTION_STACK = "fastapi_function_astack"
 # Response headers that belong to one exchange, not to the stored answer.
 _TRANSIENT_HEADERS = {b"date", b"server", b"x-request-id", b"content-length", b"connection",
                       b"transfer-encoding", b"set-cookie"}
@@ -250,7 +255,7 @@ async def run_idempotent(request: Request, handler: Handler, raw_key: str) -> Re
     renewal = asyncio.create_task(_keep_claim(store, principal, raw_key, outcome.lock_token, clock))
     try:
         try:
-            response = await handler(request)
+            response = await _within_own_dependencies(request, handler)
         except Exception as exc:
             # A refusal (a DomainError, bad input) is an answer like any other: render it with the app's own
             # handler so it can be stored and replayed. Anything unexpected goes on to the 500 handler.
@@ -277,6 +282,23 @@ async def run_idempotent(request: Request, handler: Handler, raw_key: str) -> Re
         # retry runs the handler again (the known window above).
         log.warning("could not store an idempotent answer", exc_info=True)
     return response
+
+
+async def _within_own_dependencies(request: Request, handler: Handler) -> Response:
+    """Run the route with its function-scoped dependencies (the unit of work) closed before this returns.
+
+    FastAPI closes them after the route class's handler, this layer included: a refusal rendered here would end
+    a unit of work that never saw the exception (committing what the handler wrote, or failing at commit after
+    a failed flush), and a success would be stored before its transaction committed. With its own exit stack
+    the route's transaction commits, or rolls back and re-raises, first; then the answer is rendered and kept.
+    """
+    previous = request.scope.get(_FUNCTION_STACK)
+    try:
+        async with AsyncExitStack() as stack:
+            request.scope[_FUNCTION_STACK] = stack
+            return await handler(request)
+    finally:
+        request.scope[_FUNCTION_STACK] = previous
 
 
 def _handler_for(request: Request, exc: Exception) -> Callable[[Request, Exception], Awaitable[Response]] | None:

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from tenet.kernel.errors import InvalidCursor
+from tenet.kernel.text import storable
 
 T = TypeVar("T")
 R = TypeVar("R", bound=Mapping[str, Any])
@@ -57,6 +58,8 @@ def _encode_value(value: Any) -> Any:
 def _decode_value(value: Any) -> Any:
     if isinstance(value, dict) and len(value) == 1:
         ((kind, raw),) = value.items()
+        if not isinstance(raw, str):
+            raise ValueError
         if kind == "t":
             return datetime.fromisoformat(raw)
         if kind == "u":
@@ -64,20 +67,39 @@ def _decode_value(value: Any) -> Any:
     return value
 
 
+_BIGINT = range(-(2**63), 2**63)
+
+
+def _fits(value: Any, kind: type) -> bool:
+    """Whether a decoded cursor value can be compared with a sort column of `kind` in PostgreSQL. `True` is an
+    `int` to Python but a boolean to PostgreSQL; text holds no NUL and no lone surrogate; integer keys are
+    bigint at most."""
+    if kind is int:
+        return type(value) is int and value in _BIGINT
+    if kind is str:
+        return type(value) is str and storable(value)
+    return isinstance(value, kind)
+
+
 def encode_cursor(key: Sequence[Any]) -> str:
     raw = json.dumps([_encode_value(v) for v in key], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
-def decode_cursor(cursor: str, width: int) -> list[Any]:
+def decode_cursor(cursor: str, kinds: Sequence[type]) -> list[Any]:
+    """The sort key a cursor holds, each value of its column's kind; InvalidCursor (400) for anything this
+    list did not issue (another list's cursor, a forged one), before any value reaches the database."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         values = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if not isinstance(values, list) or len(values) != width:
+        if not isinstance(values, list) or len(values) != len(kinds):
             raise ValueError
-        return [_decode_value(v) for v in values]
+        decoded = [_decode_value(v) for v in values]
     except (ValueError, TypeError, KeyError):
         raise InvalidCursor() from None
+    if not all(_fits(value, kind) for value, kind in zip(decoded, kinds, strict=True)):
+        raise InvalidCursor()
+    return decoded
 
 
 async def keyset_page(
@@ -92,11 +114,7 @@ async def keyset_page(
     the last column must be unique) from the cursor on. Answers the rows and the next cursor."""
     columns = list(order_by)
     if params.cursor:
-        after = decode_cursor(params.cursor, len(columns))
-        # A cursor from another list (or a forged one) must be a 400, not a database type error.
-        for column, value in zip(columns, after, strict=True):
-            if not isinstance(value, column.type.python_type):
-                raise InvalidCursor()
+        after = decode_cursor(params.cursor, [column.type.python_type for column in columns])
         key = tuple_(*columns)
         statement = statement.where(key < tuple_(*after) if descending else key > tuple_(*after))
     statement = statement.order_by(*(c.desc() if descending else c.asc() for c in columns))
@@ -133,10 +151,7 @@ class SqlKeyset:
     def after(self, page: PageParams) -> tuple[str, dict[str, object]]:
         if not page.cursor:
             return "TRUE", {}
-        values = decode_cursor(page.cursor, len(self.columns))
-        for value, kind in zip(values, self.types, strict=True):
-            if not isinstance(value, kind):
-                raise InvalidCursor()
+        values = decode_cursor(page.cursor, self.types)
         names = [f"after_{index}" for index in range(len(values))]
         comparison = "<" if self.descending else ">"
         clause = f"({', '.join(self.columns)}) {comparison} ({', '.join(f'%({n})s' for n in names)})"

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.types import Scope, Send
 
 from tenet.kernel.errors import PROBLEM_JSON, DomainError
+from tenet.kernel.text import well_formed
 
 
 def request_id_of(scope: Scope) -> str | None:
@@ -30,7 +31,10 @@ def problem_document(error: DomainError, request_id: str | None = None) -> dict[
 
 
 def problem_bytes(error: DomainError, request_id: str | None = None) -> bytes:
-    return json.dumps(problem_document(error, request_id), ensure_ascii=False, separators=(",", ":")).encode()
+    """The document as UTF-8 JSON. A client's text can reach it (a member name in `errors[].loc`, a field
+    path): a lone surrogate there becomes U+FFFD, so no problem can ever fail to encode."""
+    document = json.dumps(problem_document(error, request_id), ensure_ascii=False, separators=(",", ":"))
+    return well_formed(document).encode()
 
 
 def problem_response(error: DomainError, request_id: str | None = None) -> Response:

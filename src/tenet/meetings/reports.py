@@ -22,6 +22,7 @@ from typing import Any
 
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from tenet.iam.principal import Principal
 from tenet.kernel.pagination import PageParams
@@ -255,6 +256,10 @@ def xlsx_bytes(sheets: Sequence[tuple[str, Sequence[str], Iterable[dict[str, Any
                     percent = WriteOnlyCell(sheet, value=value)
                     percent.number_format = "0.00%"
                     values.append(percent)
+                elif isinstance(value, str):
+                    # XML 1.0 holds no C0 control character but tab, LF and CR: a title or name with one is
+                    # written marked, as U+FFFD (openpyxl refuses the cell otherwise).
+                    values.append(ILLEGAL_CHARACTERS_RE.sub("\ufffd", value))
                 else:
                     values.append(value)
             sheet.append(values)

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tenet.kernel.text import storable
 from tenet.reservations.keys import UnusableKey, normalize_key
 from tenet.reservations.models import UPDATE_CARDS
 from tenet.reservations.rawjson import Element, JsonObject
@@ -115,22 +116,11 @@ class MappedItem:
                        confirmation_number=None, adapter_error_code=error.code, adapter_error_message=error.message)
 
 
-def _storable(value: str) -> bool:
-    """PostgreSQL text holds no NUL, and UTF-8 has no lone surrogates (JSON escapes can make both)."""
-    if "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _string(members: JsonObject, name: str, limit: int) -> str | None:
     value = members.get(name)
     if value is None:
         return None
-    if not isinstance(value, str) or not _storable(value):
+    if not isinstance(value, str) or not storable(value):
         raise ContractError("WRONG_TYPE", pointer=f"/{name}", expected="a string")
     if len(value) > limit:
         raise ContractError("VALUE_TOO_LONG", pointer=f"/{name}", limit=limit)
@@ -219,7 +209,7 @@ def _classify(source_list: str, result_type: str | None, ai_task_type: str | Non
 def _raw(members: JsonObject, name: str, limit: int) -> str | None:
     """The AI's value as sent when it fits its column, else NULL (the item's text keeps it anyway)."""
     value = members.get(name)
-    return value if isinstance(value, str) and len(value) <= limit and _storable(value) else None
+    return value if isinstance(value, str) and len(value) <= limit and storable(value) else None
 
 
 def map_item(source_list: str, array_index: int, element: Element, text: str) -> MappedItem:
@@ -254,7 +244,7 @@ def map_item(source_list: str, array_index: int, element: Element, text: str) ->
             raise ContractError("INVALID_CURRENT_OR_HISTORY")
         group_code, confirmation_number = _keys(members)
         reason = (members.get("manual_review") or {}).get("reason_code")
-        reason_code = reason if isinstance(reason, str) and 0 < len(reason) <= 128 and _storable(reason) else None
+        reason_code = reason if isinstance(reason, str) and 0 < len(reason) <= 128 and storable(reason) else None
         mapped = _classify(source_list, strings["result_type"], strings["ai_task_type"], strings["task_subtype"],
                            current == "history", strings["route_code"])
     except ContractError as error:

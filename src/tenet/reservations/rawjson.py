@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, untyped in typeshed
 from typing import Any
 
@@ -44,7 +44,35 @@ def _constant(name: str) -> Any:
     raise MalformedJson(f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_float=Decimal, parse_constant=_constant)
+# RFC 8259 section 9 lets a parser limit the range and precision of numbers. Ours: an integer of at most
+# 4,300 digits (what Python's int() reads, sys.get_int_max_str_digits) and an exponent a Decimal holds
+# (|exponent| up to 10^18). Past either the body is refused as malformed, never a 500; within them a number
+# stays exact (a card's prefill bounds what it converts).
+def _integer(literal: str) -> int:
+    try:
+        return int(literal)
+    except ValueError:
+        raise MalformedJson("an integer has more digits than this parser reads (4300)") from None
+
+
+def _decimal(literal: str) -> Decimal:
+    try:
+        return Decimal(literal)
+    except InvalidOperation:
+        raise MalformedJson("a number's exponent is larger than this parser reads") from None
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_float=_decimal, parse_int=_integer,
+                            parse_constant=_constant)
+
+
+def loads(text: str) -> Any:
+    """One JSON value as this module decodes it (decimals exact, the same number limits): how a stored item
+    is read again."""
+    value, end = _value(text, _skip(text, 0))
+    if _skip(text, end) != len(text):
+        raise MalformedJson(f"unexpected text after the JSON value at character {end}")
+    return value
 
 
 @dataclass

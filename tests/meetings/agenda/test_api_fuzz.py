@@ -20,6 +20,8 @@ from schemathesis.specs.openapi.checks import (
 from tenet.app import create_app
 from tests.conftest import test_settings
 from tests.meetings.agenda.conftest import BOUNDARY, PDF, multipart
+from tests.support import widefuzz
+from tests.support.fuzz import World
 
 pytestmark = pytest.mark.live_server
 
@@ -30,6 +32,11 @@ schema = schemathesis.openapi.from_dict(create_app(test_settings()).openapi()).i
 
 @pytest.fixture(scope="module")
 def real_agenda(live_server, live_admin_token) -> dict[str, str]:
+    return make_agenda(live_server, live_admin_token)
+
+
+def make_agenda(live_server, live_admin_token) -> dict[str, str]:
+    """A meeting with a section, an item, an upload task and a file, by the path parameter names of each."""
     base = f"{live_server.url}/api/v1/meeting-attendance"
     headers = {"Authorization": f"Bearer {live_admin_token}"}
     start = datetime.now(UTC) + timedelta(hours=1)
@@ -60,3 +67,13 @@ def test_agenda_routes_never_answer_5xx(case, live_server, live_admin_token, rea
         headers={"Authorization": f"Bearer {live_admin_token}"},
         checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],
     )
+
+
+@pytest.mark.parametrize("operation", widefuzz.operations("agenda"), ids=lambda operation: operation.label)
+def test_agenda_routes_with_widened_values_never_answer_5xx(operation, live_server, live_admin_token):
+    """Issue 24: huge exponents, long digit strings (in Range headers too), lone surrogates and forged cursors,
+    on an agenda of its own (a deletion does not carry over to the next operation)."""
+    pools = {name: [value] for name, value in make_agenda(live_server, live_admin_token).items()}
+    world = World(headers={"Authorization": f"Bearer {live_admin_token}"}, path=pools)
+    tally = widefuzz.wide_fuzz(operation, base_url=live_server.url, world=world)
+    assert tally.broken == [], tally.broken

@@ -167,6 +167,35 @@ class TestUploadChecks:
         assert (response.status_code, code(response)) == (400, "ATTACHMENT_UPLOAD_MALFORMED")
         assert storage_files(storage_root) == []
 
+    @pytest.mark.parametrize("length", [257, 5000])
+    async def test_a_boundary_longer_than_the_parser_reads_is_malformed(self, agenda_api: AgendaApi, world: World,
+                                                                       item, storage_root: Path, length):
+        """python-multipart refuses a boundary over 256 characters when the parser is built: that was a 500."""
+        boundary = "b" * length
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.pdf\"\r\n"
+                f"Content-Type: application/pdf\r\n\r\n").encode() + PDF + f"\r\n--{boundary}--\r\n".encode()
+        response = await agenda_api.ma.client.post(
+            f"{BASE}/agenda-items/{item['id']}/attachments", content=body,
+            headers=agenda_api.ma.headers(world.manager,
+                                          **{"Content-Type": f"multipart/form-data; boundary={boundary}"}))
+        assert (response.status_code, code(response)) == (400, "ATTACHMENT_UPLOAD_MALFORMED")
+        assert storage_files(storage_root) == []
+
+    @pytest.mark.parametrize("declared", [b"9" * 5000, b"0" * 5000 + b"9" * 20, "\u00b2".encode("latin-1")])
+    async def test_a_declared_length_of_any_spelling_is_read_without_converting_it(self, agenda_api: AgendaApi,
+                                                                                 world: World, item, declared):
+        """The declared length is compared with the limit, never converted past it (int() of 5,000 digits raised
+        ValueError, and "²" passes str.isdigit(): both 500s); the server in front refuses such a header anyway."""
+        body = multipart([("file", "a.pdf", "application/pdf", PDF)])
+        response = await agenda_api.ma.client.post(
+            f"{BASE}/agenda-items/{item['id']}/attachments", content=body,
+            headers={**agenda_api.ma.headers(world.manager, **{
+                "Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}), "Content-Length": declared})
+        if declared.isdigit():
+            assert (response.status_code, code(response)) == (413, "ATTACHMENT_TOO_LARGE")
+        else:  # not a length: ignored, as any other such header is, and the body itself is measured
+            assert response.status_code == 201, response.text
+
     async def test_a_body_that_is_not_multipart_is_415(self, agenda_api: AgendaApi, world: World, item):
         response = await agenda_api.ma.client.post(
             f"{BASE}/agenda-items/{item['id']}/attachments", json={"file": "x"},
@@ -224,6 +253,25 @@ class TestDownloads:
         stale = await agenda_api.ma.client.get(url, headers=agenda_api.ma.headers(
             world.alice, Range="bytes=0-1", **{"If-Range": '"other"'}))
         assert stale.status_code == 200
+
+    async def test_positions_of_any_length_are_read_without_converting_them(self, agenda_api: AgendaApi,
+                                                                              world: World, item):
+        """A position is compared with the file's size, never converted past it: int() of 5,000 digits raised
+        ValueError (a 500). A first position past the end is 416; a last position or suffix past it means the
+        end of the file (RFC 9110 section 14.1.2)."""
+        data = b"%PDF-" + bytes(range(256)) * 4
+        url = (await agenda_api.upload(world.manager, item["id"], data)).json()["download_url"]
+        huge = "9" * 5000
+        cases = {f"bytes={huge}-": (416, None), f"bytes={huge}-{huge}": (416, None),
+                 f"bytes=0-{huge}": (206, (0, len(data) - 1)), f"bytes=-{huge}": (206, (0, len(data) - 1)),
+                 f"bytes=3-{'0' * 4999}7": (206, (3, 7)), f"bytes={'0' * 5000}-": (206, (0, len(data) - 1)),
+                 f"bytes=-{'0' * 5000}": (416, None), f"bytes={huge}-1": (200, None)}
+        for header, (status, span) in cases.items():
+            part = await agenda_api.ma.client.get(url, headers=agenda_api.ma.headers(world.alice, Range=header))
+            assert part.status_code == status, (header[:20], part.status_code, part.text[:200])
+            if span is not None:
+                assert part.content == data[span[0]:span[1] + 1]
+                assert part.headers["content-range"] == f"bytes {span[0]}-{span[1]}/{len(data)}"
 
     def test_ascii_fallbacks(self):
         assert content_disposition("report.pdf") == "attachment; filename=\"report.pdf\"; filename*=UTF-8''report.pdf"

@@ -14,10 +14,11 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from tenet.kernel.text import number_at_most
 from tenet.meetings.agenda import errors
 from tenet.meetings.agenda.storage import Storage
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)\Z")
+_RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)\Z")
 _UNSAFE = re.compile(r'["\\\x00-\x1f\x7f;]')
 _ATTR_CHARS = "!#$&+-.^_`|~"
 
@@ -39,16 +40,17 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     match = _RANGE.match(header.strip())
     if match is None:
         return None  # several ranges or a malformed header: the whole file
+    # A position past the end counts as the end (its digits are never converted past the file's size).
     first, last = match.groups()
     if not first and not last:
         return None
     if not first:
-        suffix = int(last)
+        suffix = number_at_most(last, size)
         if suffix == 0 or size == 0:
             raise _unsatisfiable(size)
         return max(0, size - suffix), size - 1
-    start = int(first)
-    end = int(last) if last else size - 1
+    start = number_at_most(first, size)
+    end = number_at_most(last, size) if last else size - 1
     if last and end < start:
         return None
     if start >= size:

@@ -27,6 +27,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.requests import ClientDisconnect, Request
 
 from tenet.kernel.errors import UnsupportedMediaType
+from tenet.kernel.text import number_at_most
 from tenet.meetings.agenda import errors, mime
 
 if TYPE_CHECKING:
@@ -178,7 +179,9 @@ def check_envelope(request: Request, max_bytes: int) -> bytes:
     if not boundary:
         raise errors.AttachmentUploadMalformed("The multipart body has no boundary")
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > max_bytes + OVERHEAD:
+    # Only ASCII digits are a length (str.isdigit() also takes "²", which int() refuses).
+    limit = max_bytes + OVERHEAD
+    if length is not None and length.isascii() and length.isdigit() and number_at_most(length, limit + 1) > limit:
         raise errors.AttachmentTooLarge(max_bytes=max_bytes)
     return boundary
 
@@ -187,7 +190,10 @@ async def receive(request: Request, *, temp_dir: Path, max_bytes: int, fields: t
     """Stream the body into a temp file: exactly one part `file` (plus the named short `fields`)."""
     boundary = check_envelope(request, max_bytes)
     receiver = _Receiver()
-    parser = MultipartParser(boundary, receiver.callbacks())
+    try:
+        parser = MultipartParser(boundary, receiver.callbacks())
+    except FormParserError:  # a boundary the parser cannot use (over 256 characters)
+        raise errors.AttachmentUploadMalformed("The multipart boundary is not usable") from None
     temp = _TempFile(temp_dir / f"{uuid.uuid4()}.part")
     current: _Part | None = None
     file_part: _Part | None = None

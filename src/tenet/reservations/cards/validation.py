@@ -9,15 +9,17 @@ definition.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from typing import Any, Literal
 
+from tenet.kernel.text import storable
+from tenet.reservations import rawjson
 from tenet.reservations.cards.definitions import CardDefinition, FieldDefinition, FieldType, RuleCode
 from tenet.reservations.keys import UnusableKey, normalize_key
+from tenet.reservations.rawjson import MalformedJson
 
 Mode = Literal["draft", "confirm"]
 _DECIMAL = re.compile(r"^-?\d{1,12}(\.\d{1,4})?\Z")
@@ -60,7 +62,7 @@ def _value(definition: FieldDefinition, value: Any, path: str, issues: list[Issu
         issues.append(Issue(path, "WRONG_TYPE"))
         return None
     if kind in (FieldType.STRING, FieldType.TEXT, FieldType.BUSINESS_KEY):
-        if "\x00" in value or (kind != FieldType.TEXT and not value.isprintable()):
+        if not storable(value) or (kind != FieldType.TEXT and not value.isprintable()):
             issues.append(Issue(path, "BAD_FORMAT"))
             return None
         if definition.max_length is not None and len(value) > definition.max_length:
@@ -207,10 +209,29 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _prefill_candidate(definition: FieldDefinition, value: Any) -> Any:
+# The AI's numbers are exact and unbounded (`1e999999999999999999` is one Decimal): converting one into an int
+# or its positional text costs time and memory in its exponent. Each is measured by its exponent first, and
+# converted only when the result can be a value of the field.
+_BIGINT = 2**63
+
+
+def _decimal_text_fits(number: Decimal) -> bool:
+    """Whether `format(number, "f")` would match `_DECIMAL` (at most 12 integer and 4 fraction digits), known
+    from the exponent alone, so a number that could not is never written out."""
+    return (number.is_zero() or number.adjusted() < 12) and int(number.as_tuple().exponent) >= -4
+
+
+def _prefill_candidate(definition: FieldDefinition, value: Any) -> Any | Issue:
+    """The AI's value in the form the field reads (a number as its text for DECIMAL, an integral number as an
+    int for INTEGER), or the issue that names a number the field can never hold."""
     if definition.type == FieldType.DECIMAL and isinstance(value, int | Decimal) and not isinstance(value, bool):
-        return format(Decimal(value), "f")
+        number = Decimal(value)
+        if not _decimal_text_fits(number):
+            return Issue(definition.key, "BAD_FORMAT")
+        return format(number, "f")
     if definition.type == FieldType.INTEGER and isinstance(value, Decimal) and value == value.to_integral_value():
+        if not -_BIGINT < value < _BIGINT:
+            return Issue(definition.key, "OUT_OF_RANGE")
         return int(value)
     return _json_value(value)
 
@@ -219,8 +240,8 @@ def prefill(definition: CardDefinition, ai_item_text: str) -> tuple[dict[str, An
     """The AI's value for each field with a `source_path`, where it satisfies the definition; an issue per
     value that does not (the agent then types it)."""
     try:
-        item = json.loads(ai_item_text, parse_float=Decimal)
-    except (ValueError, RecursionError):
+        item = rawjson.loads(ai_item_text)
+    except MalformedJson:
         return {}, []
     if not isinstance(item, dict):
         return {}, []
@@ -234,8 +255,9 @@ def prefill(definition: CardDefinition, ai_item_text: str) -> tuple[dict[str, An
             value = value.get(step) if isinstance(value, dict) else None
         if _absent(value):
             continue
-        problems: list[Issue] = []
-        checked = _value(field, _prefill_candidate(field, value), field.key, problems)
+        candidate = _prefill_candidate(field, value)
+        problems: list[Issue] = [candidate] if isinstance(candidate, Issue) else []
+        checked = None if problems else _value(field, candidate, field.key, problems)
         if problems:
             issues.extend({"field": p.field, "code": p.code} for p in problems)
         elif checked is not None:
