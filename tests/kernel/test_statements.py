@@ -103,4 +103,5 @@ def test_the_read_path_and_a_unit_of_works_statements_are_both_runners():
     for name in ("all", "one", "value"):
         wanted = inspect.signature(getattr(Runner, name))
         for handle in (PooledReads, Statements):
-            assert inspect.signature(getattr(handle, name)).parameters.keys() == wanted.parameters.keys(), (handle, name)
+            found = inspect.signature(getattr(handle, name)).parameters.keys()
+            assert found == wanted.parameters.keys(), (handle, name)

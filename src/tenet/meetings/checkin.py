@@ -364,12 +364,12 @@ async def _check_in(session: AsyncSession, request: _Request, codes: CheckInCode
     raise await _refuse(session, request, errors.DeviceAlreadyUsed())
 
 
-async def check_in_user(session: AsyncSession, *, meeting_id: str, user_id: uuid.UUID, mode: str, device_id: str,
-                        code: str | None, now: datetime, codes: CheckInCodes) -> CheckInOutcome:
+async def check_in_user(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID, mode: str,
+                        device_id: str, code: str | None, now: datetime, codes: CheckInCodes) -> CheckInOutcome:
     """A signed-in user checks themself in (any non-deleted meeting whose id they have: the code is the
     capability, D-08; one not on the required list is a walk-in)."""
-    return await _check_in(session, _Request(meeting_id, "USER", mode, device_id, code, now, None, user_id=user_id),
-                           codes)
+    request = _Request(meeting_id, "USER", mode, device_id, code, now, None, user_id=principal_id)
+    return await _check_in(session, request, codes)
 
 
 async def check_in_guest(session: AsyncSession, *, meeting_id: str, guest: Guest, mode: str, device_id: str,

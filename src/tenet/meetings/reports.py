@@ -26,7 +26,7 @@ from openpyxl.cell import WriteOnlyCell
 from tenet.iam.principal import Principal
 from tenet.kernel.pagination import PageParams
 from tenet.kernel.reads import Reads
-from tenet.meetings import attendances, errors, queries, times
+from tenet.meetings import errors, queries, times
 from tenet.meetings.permissions import Action
 
 FIGURES = ("expected", "present", "late", "excused", "absent", "guests", "walk_ins")
@@ -117,8 +117,8 @@ async def meeting_report(reads: Reads, *, meeting_id: str, principal: Principal,
     cursor: str | None = None
     listed: list[dict[str, object]] = []
     while True:
-        rows, cursor = await attendances.attendances(reads, meeting_id=meeting_id, principal=principal, status=None,
-                                                     subject_type=None, page=PageParams(limit=200, cursor=cursor))
+        rows, cursor = await queries.attendances(reads, meeting_id=meeting_id, principal=principal, status=None,
+                                                 subject_type=None, page=PageParams(limit=200, cursor=cursor))
         listed += rows
         if cursor is None:
             break
