@@ -293,3 +293,15 @@ DELETED_SQL = """
 async def deleted_attachments(reads: Runner, *, meeting_id: str, purge_days: int) -> list[dict[str, Any]]:
     rows = await reads.all(DELETED_SQL, {"id": valid_meeting_id(meeting_id)})
     return [{**r, "size": str(r["size"]), "purge_after": r["deleted_at"] + timedelta(days=purge_days)} for r in rows]
+
+
+KNOWN_KEYS_SQL = """
+    SELECT storage_path FROM meeting_attendance.meeting_agenda_item_attachments WHERE storage_path = ANY(%(k)s)
+    UNION ALL
+    SELECT storage_path FROM meeting_attendance.meeting_attachments WHERE storage_path = ANY(%(k)s)
+"""
+
+
+async def known_storage_keys(reads: Runner, keys: list[str]) -> set[str]:
+    """Which of `keys` an attachment row (live or deleted) still names: the others are a failed upload's leftovers."""
+    return {row["storage_path"] for row in await reads.all(KNOWN_KEYS_SQL, {"k": keys})}
