@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from functools import partial
 from typing import Any
@@ -275,16 +276,24 @@ async def _future_occurrences(session: AsyncSession, series_id: uuid.UUID, now: 
         Meeting.series_occurrence_date).execution_options(populate_existing=True))).all())
 
 
-async def update_series(session: AsyncSession, *, series_id: uuid.UUID, principal_id: uuid.UUID,
-                        changes: Mapping[str, Any], apply_to_exceptions: bool, expected_version: int | None,
-                        policy: service.MeetingPolicy, now: datetime) -> tuple[MeetingSeries, list[str], list[str],
-                                                                               list[str]]:
-    """Series-wide edit: fields and attendees reach its future occurrences (not those edited alone unless
-    asked); a new COUNT / UNTIL extends (new dates generated) or truncates (future dates beyond it deleted).
-    Answers (series, created, updated, deleted meeting ids)."""
-    values = {k: v for k, v in changes.items()}
-    attendees = values.pop("required_attendee_ids", None)
-    new_rule = values.pop("rrule", None)
+_REQUIRED = ("title", "organizer_id", "late_grace_minutes", "checkin_opens_minutes_before", "rotating_online_code",
+             "offline_checkin_enabled")
+
+
+@dataclass
+class _Edit:
+    """What a series-wide edit did to the occurrences: the meetings it created, changed and deleted."""
+
+    created: list[str] = field(default_factory=list)
+    updated: set[str] = field(default_factory=set)
+    deleted: list[str] = field(default_factory=list)
+
+
+async def _lock_for_edit(session: AsyncSession, series_id: uuid.UUID, values: Mapping[str, Any],
+                         attendees: list[uuid.UUID] | None, new_rule: str | None,
+                         expected_version: int | None) -> tuple[MeetingSeries, str | None]:
+    """Accounts first, then the series (lock order); the checks of the edit. Answers the series and its new rule
+    (normalised), if any."""
     if attendees is not None:
         await service.require_users(session, attendees)
     if values.get("organizer_id") is not None:
@@ -292,66 +301,102 @@ async def update_series(session: AsyncSession, *, series_id: uuid.UUID, principa
     series = await lock_series(session, series_id)
     if expected_version is not None and series.version != expected_version:
         raise PreconditionFailed(current_version=series.version)
-    for required in ("title", "organizer_id", "late_grace_minutes", "checkin_opens_minutes_before",
-                     "rotating_online_code", "offline_checkin_enabled"):
+    for required in _REQUIRED:
         if required in values and values[required] is None:
             raise errors.MeetingTimeInvalid(f"{required} cannot be cleared", reason="required_field")
     if new_rule is not None:
         if _pattern(new_rule) != _pattern(series.rrule):
             raise errors.RecurrenceChangeUnsupported()
         new_rule = normalise_rule(new_rule)
-    meetings = await _future_occurrences(session, series_id, now, include_exceptions=apply_to_exceptions)
-    updated: set[str] = set()
+    return series, new_rule
+
+
+async def _update_fields(session: AsyncSession, meetings: list[Meeting], values: Mapping[str, Any], now: datetime,
+                         edit: _Edit) -> None:
+    """The series' fields onto its future occurrences (one statement)."""
     field_values = {k: v for k, v in values.items() if k in OCCURRENCE_FIELDS}
-    if field_values and meetings:
-        await session.execute(update(Meeting).where(Meeting.id.in_([m.id for m in meetings])).values(
-            **field_values, updated_at=now, version=Meeting.version + 1,
-            **({"schedule_changed_at": now} if {"late_grace_minutes", "checkin_opens_minutes_before"} & set(
-                field_values) else {})))
-        updated |= {m.id for m in meetings}
-    current_attendees = await _series_attendees(session, series_id)
-    if attendees is not None and sorted(set(attendees)) != current_attendees:
-        wanted = sorted(set(attendees))
-        await session.execute(delete(SeriesRequiredAttendee).where(SeriesRequiredAttendee.series_id == series_id))
-        if wanted:
-            await session.execute(pg_insert(SeriesRequiredAttendee).values(
-                [{"series_id": series_id, "user_id": u, "added_at": now, "added_by_id": principal_id} for u in wanted]))
-        ids = [m.id for m in meetings]
-        if ids:
-            await session.execute(delete(MeetingRequiredAttendee).where(
-                MeetingRequiredAttendee.meeting_id.in_(ids), MeetingRequiredAttendee.user_id.not_in(wanted)))
-            await service.add_attendees(session, ids, wanted, now=now, added_by=principal_id)
-            updated |= set(ids)
-        current_attendees = wanted
+    if not field_values or not meetings:
+        return
+    schedule = {"schedule_changed_at": now} if {"late_grace_minutes", "checkin_opens_minutes_before"} & set(
+        field_values) else {}
+    await session.execute(update(Meeting).where(Meeting.id.in_([m.id for m in meetings])).values(
+        **field_values, updated_at=now, version=Meeting.version + 1, **schedule))
+    edit.updated |= {m.id for m in meetings}
+
+
+async def _replace_attendees(session: AsyncSession, series_id: uuid.UUID, meetings: list[Meeting],
+                             attendees: list[uuid.UUID] | None, principal_id: uuid.UUID, now: datetime,
+                             edit: _Edit) -> list[uuid.UUID]:
+    """The series' required attendees replaced (and on its future occurrences) when they changed. Answers the list
+    as it is now."""
+    current = await _series_attendees(session, series_id)
+    if attendees is None or sorted(set(attendees)) == current:
+        return current
+    wanted = sorted(set(attendees))
+    await session.execute(delete(SeriesRequiredAttendee).where(SeriesRequiredAttendee.series_id == series_id))
+    if wanted:
+        await session.execute(pg_insert(SeriesRequiredAttendee).values(
+            [{"series_id": series_id, "user_id": u, "added_at": now, "added_by_id": principal_id} for u in wanted]))
+    ids = [m.id for m in meetings]
+    if ids:
+        await session.execute(delete(MeetingRequiredAttendee).where(
+            MeetingRequiredAttendee.meeting_id.in_(ids), MeetingRequiredAttendee.user_id.not_in(wanted)))
+        await service.add_attendees(session, ids, wanted, now=now, added_by=principal_id)
+        edit.updated |= set(ids)
+    return wanted
+
+
+async def _change_rule(session: AsyncSession, series: MeetingSeries, new_rule: str, series_values: dict[str, Any],
+                       attendees: list[uuid.UUID], *, policy: service.MeetingPolicy, principal_id: uuid.UUID,
+                       now: datetime, edit: _Edit) -> MeetingSeries:
+    """A new COUNT / UNTIL: future occurrences beyond the new end are deleted, the series is updated, and the new
+    future dates are generated (a deleted occurrence never comes back: MA-INV-16)."""
+    days = await _dates_off_loop(new_rule, series.start_date, series.timezone, limit=policy.series_max_occurrences)
+    keep = set(days) - set(series.exdates)
+    check_span(sorted(keep), series.start_local_time, series.timezone, series.generation_shift_minutes,
+               series.duration_minutes)
+    beyond = [m for m in await _future_occurrences(session, series.id, now, include_exceptions=False)
+              if m.series_occurrence_date not in keep]
+    if beyond:
+        gone = await service.delete_meetings(session, meeting_ids=[m.id for m in beyond],
+                                             actor=Actor.user(principal_id), now=now, actor_id=principal_id)
+        edit.deleted = [m.id for m in gone]
+    series = await transition(session, lifecycles.SERIES, "update", model=MeetingSeries, id=series.id,
+                              values={**series_values, "rrule": new_rule})
+    future_days = [d for d in sorted(keep) if instant(d, series.start_local_time, series.timezone,
+                                                      series.generation_shift_minutes) > now]
+    edit.created = await _generate(session, series, future_days, attendees, base_url=policy.public_base_url,
+                                   now=now, actor_id=principal_id)
+    return series
+
+
+async def update_series(session: AsyncSession, *, series_id: uuid.UUID, principal_id: uuid.UUID,
+                        changes: Mapping[str, Any], apply_to_exceptions: bool, expected_version: int | None,
+                        policy: service.MeetingPolicy, now: datetime) -> tuple[MeetingSeries, list[str], list[str],
+                                                                               list[str]]:
+    """Series-wide edit: fields and attendees reach its future occurrences (not those edited alone unless
+    asked); a new COUNT / UNTIL extends (new dates generated) or truncates (future dates beyond it deleted).
+    Answers (series, created, updated, deleted meeting ids)."""
+    values = dict(changes)
+    attendees = values.pop("required_attendee_ids", None)
+    series, new_rule = await _lock_for_edit(session, series_id, values, attendees, values.pop("rrule", None),
+                                            expected_version)
+    edit = _Edit()
+    meetings = await _future_occurrences(session, series_id, now, include_exceptions=apply_to_exceptions)
+    await _update_fields(session, meetings, values, now, edit)
+    current_attendees = await _replace_attendees(session, series_id, meetings, attendees, principal_id, now, edit)
     series_values = {**{k: v for k, v in values.items() if k in SERIES_FIELDS}, "updated_at": now}
-    created: list[str] = []
-    deleted: list[str] = []
     if new_rule is not None and new_rule != series.rrule:
-        days = await _dates_off_loop(new_rule, series.start_date, series.timezone, limit=policy.series_max_occurrences)
-        keep = set(days) - set(series.exdates)
-        check_span(sorted(keep), series.start_local_time, series.timezone, series.generation_shift_minutes,
-                   series.duration_minutes)
-        series_values["rrule"] = new_rule
-        beyond = [m for m in await _future_occurrences(session, series_id, now, include_exceptions=False)
-                  if m.series_occurrence_date not in keep]
-        if beyond:
-            gone = await service.delete_meetings(session, meeting_ids=[m.id for m in beyond],
-                                                 actor=Actor.user(principal_id), now=now, actor_id=principal_id)
-            deleted = [m.id for m in gone]
-        series = await transition(session, lifecycles.SERIES, "update", model=MeetingSeries, id=series_id,
-                                  values=series_values)
-        future_days = [d for d in sorted(keep) if instant(d, series.start_local_time, series.timezone,
-                                                          series.generation_shift_minutes) > now]
-        created = await _generate(session, series, future_days, current_attendees,
-                                  base_url=policy.public_base_url, now=now, actor_id=principal_id)
+        series = await _change_rule(session, series, new_rule, series_values, current_attendees, policy=policy,
+                                    principal_id=principal_id, now=now, edit=edit)
     else:
         series = await transition(session, lifecycles.SERIES, "update", model=MeetingSeries, id=series_id,
                                   values=series_values)
     await audit.record(session, action=Action.SERIES_UPDATED, resource=Resource.SERIES, resource_id=series_id,
                        series_id=series_id, now=now, actor=Actor.user(principal_id),
-                       after={**service.audit_values(values), "rrule": new_rule, "created": len(created),
-                              "updated": len(updated), "deleted": len(deleted)})
-    return series, created, sorted(updated - set(deleted)), deleted
+                       after={**service.audit_values(values), "rrule": new_rule, "created": len(edit.created),
+                              "updated": len(edit.updated), "deleted": len(edit.deleted)})
+    return series, edit.created, sorted(edit.updated - set(edit.deleted)), edit.deleted
 
 
 async def reschedule_series(session: AsyncSession, *, series_id: uuid.UUID, from_meeting_id: str,
