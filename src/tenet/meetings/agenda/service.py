@@ -41,7 +41,6 @@ class Editing:
 
     meeting: Meeting
     actor: Actor
-    actor_id: uuid.UUID
 
     async def audit(self, session: AsyncSession, action: Action, resource: Resource, resource_id: object,
                     now: datetime, **changes: Any) -> None:
@@ -68,7 +67,7 @@ async def edit(session: AsyncSession, meeting_id: str, principal: Principal, *, 
         raise meeting_errors.MeetingNotFound()
     if writing and meeting.status == "CANCELLED":
         raise meeting_errors.MeetingCancelled(meeting_id=meeting_id)
-    return Editing(meeting, Actor.user(principal.id), principal.id)
+    return Editing(meeting, Actor.user(principal.id))
 
 
 async def _meeting_of(session: AsyncSession, kind: str, row_id: uuid.UUID, missing: type[DomainError]) -> str:
