@@ -148,11 +148,11 @@ def allowed(row: Row | None, workspace_id: uuid.UUID, principal_id: uuid.UUID, a
     if row is None or row["status"] == "DELETED":
         raise not_found()
     workspace = CommandWorkspace(id=row["id"], name=row["name"], status=row["status"])
-    caller = Caller(id=row["membership_id"], workspace_id=row["id"], user_id=principal_id, role=row["role"])
-    require(caller.role, action)
+    membership = Caller(id=row["membership_id"], workspace_id=row["id"], user_id=principal_id, role=row["role"])
+    require(membership.role, action)
     if workspace.status != "ACTIVE":
         raise errors.WorkspaceNotActive(workspace_id=str(workspace_id), workspace_status=workspace.status)
-    return workspace, caller
+    return workspace, membership
 
 
 async def command(session: AsyncSession, workspace_id: uuid.UUID, principal_id: uuid.UUID, action: Action,

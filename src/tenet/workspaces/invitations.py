@@ -221,8 +221,8 @@ async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, p
     found, facts = await sql.ones(
         commands.locking(workspace_id, principal_id),
         (_INVITE_FACTS, {"workspace_id": workspace_id, "key": key, "since": now - SEND_WINDOW}))
-    workspace, caller = commands.allowed(found, workspace_id, principal_id, Action.INVITE)
-    require(caller.role, Action.INVITE, role.value)
+    workspace, membership = commands.allowed(found, workspace_id, principal_id, Action.INVITE)
+    require(membership.role, Action.INVITE, role.value)
     assert facts is not None
     if facts["pending_id"] is not None:
         # A pending invitation past its time no longer blocks a new one: close it first (WS-INV-04).
@@ -270,11 +270,11 @@ async def _invitation_command(session: AsyncSession, invitation_id: uuid.UUID,
         select(Invitation.workspace_id).where(Invitation.id == invitation_id))).scalar_one_or_none()
     if workspace_id is None:
         raise errors.InvitationNotFound()
-    workspace, caller = await commands.command(session, workspace_id, principal_id, Action.MANAGE_INVITATION,
+    workspace, membership = await commands.command(session, workspace_id, principal_id, Action.MANAGE_INVITATION,
                                        not_found=errors.InvitationNotFound)
     invitation = await session.get(Invitation, invitation_id, populate_existing=True)
     assert invitation is not None  # invitations are never deleted
-    require(caller.role, Action.MANAGE_INVITATION, invitation.role)
+    require(membership.role, Action.MANAGE_INVITATION, invitation.role)
     return workspace, invitation
 
 

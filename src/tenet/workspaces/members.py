@@ -70,12 +70,12 @@ async def change_member_role(session: AsyncSession, *, workspace_id: uuid.UUID, 
 async def leave_workspace(session: AsyncSession, *, workspace_id: uuid.UUID, principal_id: uuid.UUID,
                           now: datetime) -> None:
     """The caller leaves. The last active owner cannot (WS-INV-01): transfer ownership or delete first."""
-    _, caller = await commands.command(session, workspace_id, principal_id, Action.LEAVE)
-    await commands.ensure_an_owner_remains(session, caller)
-    await _end_membership(session, caller, "leave", ended_by=principal_id, now=now)
+    _, membership = await commands.command(session, workspace_id, principal_id, Action.LEAVE)
+    await commands.ensure_an_owner_remains(session, membership)
+    await _end_membership(session, membership, "leave", ended_by=principal_id, now=now)
     await audit.record(session, action="workspace.member.left", actor=Actor.user(principal_id),
-                       subject=("membership", caller.id), scope=commands.scope(workspace_id), now=now,
-                       data={"user_id": principal_id, "role": caller.role})
+                       subject=("membership", membership.id), scope=commands.scope(workspace_id), now=now,
+                       data={"user_id": principal_id, "role": membership.role})
 
 
 async def remove_member(session: AsyncSession, *, workspace_id: uuid.UUID, principal_id: uuid.UUID,
@@ -84,9 +84,9 @@ async def remove_member(session: AsyncSession, *, workspace_id: uuid.UUID, princ
     if user_id == principal_id:
         await leave_workspace(session, workspace_id=workspace_id, principal_id=principal_id, now=now)
         return
-    _, caller = await commands.command(session, workspace_id, principal_id, Action.REMOVE_MEMBER)
+    _, membership = await commands.command(session, workspace_id, principal_id, Action.REMOVE_MEMBER)
     target = await _target_membership(session, workspace_id, user_id)
-    require(caller.role, Action.REMOVE_MEMBER, target.role)
+    require(membership.role, Action.REMOVE_MEMBER, target.role)
     await commands.ensure_an_owner_remains(session, target)
     await _end_membership(session, target, "remove", ended_by=principal_id, now=now)
     await audit.record(session, action="workspace.member.removed", actor=Actor.user(principal_id),
@@ -97,12 +97,12 @@ async def remove_member(session: AsyncSession, *, workspace_id: uuid.UUID, princ
 async def transfer_ownership(session: AsyncSession, *, workspace_id: uuid.UUID, principal_id: uuid.UUID,
                              user_id: uuid.UUID, now: datetime) -> tuple[Membership, Membership]:
     """The target (an active member, not an owner) becomes owner; the caller steps down to admin. Both in
-    one transaction under the lock, so there is an owner at every moment. Answers (caller, target).
+    one transaction under the lock, so there is an owner at every moment. Answers (the caller's membership, target).
     A disabled or deleted target is refused (ACCOUNT_NOT_ACTIVE): an owner who cannot sign in owns nothing
     anyone can use. The target's account is share-locked first, so it cannot be disabled meanwhile."""
     if user_id != principal_id:
         await iam_service.require_active_accounts(session, [user_id])
-    _, caller = await commands.command(session, workspace_id, principal_id, Action.TRANSFER_OWNERSHIP)
+    _, membership = await commands.command(session, workspace_id, principal_id, Action.TRANSFER_OWNERSHIP)
     if user_id == principal_id:
         raise errors.OwnershipTransferToSelf()
     target = await _target_membership(session, workspace_id, user_id)
@@ -110,8 +110,8 @@ async def transfer_ownership(session: AsyncSession, *, workspace_id: uuid.UUID, 
         raise errors.AlreadyOwner(user_id=str(user_id))
     # Promote first: the count below then includes the new owner, whatever the caller's role becomes.
     target = await _set_role(session, target, WorkspaceRole.OWNER, now)
-    await commands.ensure_an_owner_remains(session, caller)
-    stepped_down = await _set_role(session, caller, WorkspaceRole.ADMIN, now)
+    await commands.ensure_an_owner_remains(session, membership)
+    stepped_down = await _set_role(session, membership, WorkspaceRole.ADMIN, now)
     await audit.record(session, action="workspace.ownership.transferred", actor=Actor.user(principal_id),
                        subject=("workspace", workspace_id), scope=commands.scope(workspace_id), now=now,
                        data={"from_user_id": principal_id, "to_user_id": user_id,

@@ -50,12 +50,12 @@ async def request_workspace_deletion(session: AsyncSession, *, workspace_id: uui
     and from now on the workspace refuses invitations, acceptance and membership changes. The job
     `finish_workspace_deletions` completes it. Asking again while DELETING answers the same state."""
     await commands.lock_workspace(session, workspace_id)
-    workspace, caller = await commands.workspace_and_caller(session, workspace_id, principal_id)
-    if workspace is None or workspace.status == "DELETED" or caller is None:
+    workspace, membership = await commands.workspace_and_caller(session, workspace_id, principal_id)
+    if workspace is None or workspace.status == "DELETED" or membership is None:
         raise errors.WorkspaceNotFound()
-    require(caller.role, Action.DELETE_WORKSPACE)
+    require(membership.role, Action.DELETE_WORKSPACE)
     if workspace.status == "DELETING":
-        return workspace, caller
+        return workspace, membership
     workspace = await transition(
         session, lifecycles.WORKSPACE, "request_deletion", model=Workspace, id=workspace_id,
         values={"deletion_requested_at": now, "deletion_requested_by": principal_id, "updated_at": now},
@@ -72,7 +72,7 @@ async def request_workspace_deletion(session: AsyncSession, *, workspace_id: uui
     await audit.record(session, action="workspace.deletion_requested", actor=Actor.user(principal_id),
                        subject=("workspace", workspace_id), scope=commands.scope(workspace_id), now=now,
                        data={"revoked_invitations": len(revoked)})
-    return workspace, caller
+    return workspace, membership
 
 
 async def finish_workspace_deletions(session: AsyncSession, *, now: datetime,
