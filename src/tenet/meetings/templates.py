@@ -21,10 +21,6 @@ from tenet.meetings import audit, errors, lifecycles, service, times
 from tenet.meetings.audit import Action, Resource
 from tenet.meetings.models import Template, TemplateAttendee
 
-TEMPLATE_FIELDS = ("label", "title", "description", "location", "online_link", "city", "timezone",
-                   "duration_minutes", "late_grace_minutes", "checkin_opens_minutes_before", "rotating_online_code",
-                   "offline_checkin_enabled")
-
 
 async def create_template(session: AsyncSession, *, principal_id: uuid.UUID, fields: Mapping[str, Any],
                           policy: service.MeetingPolicy, now: datetime) -> Template:
