@@ -8,7 +8,7 @@ from typing import Any
 
 import jwt
 
-from tenet.iam.service import USER_PRINCIPAL_SQL
+from tenet.iam.queries import USER_PRINCIPAL_SQL
 from tenet.workspaces.models import Membership, Workspace
 
 

@@ -39,7 +39,7 @@ from bench.scenarios._reservations import (
     update_item,
 )
 from tenet.iam.principal import Principal
-from tenet.iam.service import CLIENT_PRINCIPAL_SQL
+from tenet.iam.queries import CLIENT_PRINCIPAL_SQL
 from tenet.reservations import ingest, queries
 
 DESCRIPTION = "POST /api/v1/reservations/ai-batches, a new batch of 20 items each time, into 1,000 ACTIVE orders"

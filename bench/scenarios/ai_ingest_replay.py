@@ -18,7 +18,7 @@ from bench.scenario import BaselineAnswer, BaselineRequest, Request
 from bench.scenarios import ai_ingest
 from bench.scenarios._reservations import BASE, Setup, batch_body, jsonable, prepare
 from tenet.iam.principal import Principal
-from tenet.iam.service import CLIENT_PRINCIPAL_SQL
+from tenet.iam.queries import CLIENT_PRINCIPAL_SQL
 from tenet.reservations import ingest, queries
 
 DESCRIPTION = "POST /api/v1/reservations/ai-batches of a batch already ingested (20 items): the replay"

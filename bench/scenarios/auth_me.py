@@ -1,6 +1,6 @@
 """auth_me: `GET /api/v1/auth/me` with a bearer token.
 
-What Tenet does for it (src/tenet/iam/auth.py, api.py, service.py): verify the JWT (cached per token), then
+What Tenet does for it (src/tenet/iam/auth.py, api.py, queries.py): verify the JWT (cached per token), then
 load the principal on the transaction-free read path (`USER_PRINCIPAL_SQL`: the active account at the
 token's epoch with the profile columns /me shows, its roles and their permissions, unless the sign-in was
 revoked) and answer `MeRead` from it. The baseline runs the same statement, in a transaction, for the same

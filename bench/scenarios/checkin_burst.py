@@ -11,8 +11,10 @@ What Tenet does for one (src/tenet/meetings/checkin.py): verify the JWT and load
 guest rate limit in its own short transaction, only if the meeting exists (guests); then one unit of work: the
 probe statement (the meeting, the person's live attendance, the device's) and one write statement inserting the
 attendance, its ACCEPTED scan and its audit row (plus the guest row for guests) while the insert trigger takes the
-meeting's shared advisory lock and decides the window and lateness; COMMIT. The baseline runs the same statements
-(Tenet's own SQL constants, compiled for psycopg) with the same values, in the same two transactions.
+meeting's shared advisory lock and decides the window and lateness; COMMIT. The write goes behind a savepoint sent
+in the same round trip (tenet.kernel.refusals: a refusal of the trigger is taken back and recorded); the baseline
+sets none, so what the savepoint costs shows in the ratio. Otherwise the baseline runs the same statements (Tenet's
+own SQL constants) with the same values, in the same two transactions.
 
 After the runs, `describe` counts each meeting's rows: attendances, accepted scans, live duplicates per person
 and per device (must be 0), and runs `tenet invariants check` on the database.
@@ -30,7 +32,6 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import psycopg
 from psycopg import AsyncCursor
-from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
 
 from bench.loading import check_invariants, register_users, sign_in
 from bench.scenario import BaselineAnswer, BaselineRequest, Request
@@ -48,15 +49,10 @@ SERVICE_ENV = {"TENET_GUEST_CHECKIN_LIMIT": GUEST_LIMIT}
 BASE = "/api/v1/meeting-attendance"
 
 
-def _psycopg(statement: Any) -> str:
-    """A SQLAlchemy text() of Tenet as psycopg receives it (`:name` -> `%(name)s`)."""
-    return str(statement.compile(dialect=psycopg_dialect.dialect()))
-
-
-USER_PROBE = _psycopg(checkin.USER_PROBE)
-USER_INSERT = _psycopg(checkin.USER_INSERT)
-GUEST_PROBE = _psycopg(checkin.GUEST_PROBE)
-GUEST_INSERT = _psycopg(checkin.GUEST_INSERT)
+USER_PROBE = checkin.USER_PROBE
+USER_INSERT = checkin.USER_INSERT
+GUEST_PROBE = checkin.GUEST_PROBE
+GUEST_INSERT = checkin.GUEST_INSERT
 # Tenet counts a guest only when the meeting exists, in the same statement (issue 24 item 8).
 RATE_SQL = ("INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at) SELECT "
             "%(bucket)s::VARCHAR, %(start)s::TIMESTAMP WITH TIME ZONE, %(hits)s::INTEGER, "

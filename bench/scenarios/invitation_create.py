@@ -1,12 +1,12 @@
 """invitation_create: `POST /api/v1/workspaces/{id}/invitations`, every request a new email address.
 
-What Tenet does for it (src/tenet/workspaces/api.py create_invitation, service.py create_invitation): verify
+What Tenet does for it (src/tenet/workspaces/api.py create_invitation, invitations.py create_invitation): verify
 the JWT (cached) and load the principal (`USER_PRINCIPAL_SQL`, read path); take a slot of the sender's
 invitation limit (one autocommit statement, `ratelimit._COUNT_UNDER_LIMIT`); then, in one transaction: in one
 round trip (a psycopg pipeline, `Statements.ones`), BEGIN, the statement that locks the workspace and reads it
-with the caller's membership (`service._LOCK_WORKSPACE_AND_CALLER`) and the one that reads whether the address
+with the caller's membership (`commands.LOCK_WORKSPACE_AND_CALLER`) and the one that reads whether the address
 has a pending invitation or belongs to a member and how many mails the workspace sent in 24 hours
-(`service._INVITE_FACTS`); then in a second round trip (`Statements.pipeline`) the invitation, the outbox
+(`invitations._INVITE_FACTS`); then in a second round trip (`Statements.pipeline`) the invitation, the outbox
 mail, the invitation_send row and the audit row; COMMIT. The baseline runs the same statements, imported from
 Tenet's modules, with the same values and in the same round trips (the same two pipelines), in one
 transaction: so the ratio measures what Tenet's layers cost, not how many round trips either side makes.
@@ -40,7 +40,8 @@ from tenet.kernel.audit import _INSERT as _AUDIT_INSERT
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, normalize_email
 from tenet.kernel.outbox import _ENQUEUE
 from tenet.kernel.ratelimit import _COUNT_UNDER_LIMIT
-from tenet.workspaces.service import _INSERT_INVITATION, _INSERT_SEND, _INVITE_FACTS, _LOCK_WORKSPACE_AND_CALLER
+from tenet.workspaces.commands import LOCK_WORKSPACE_AND_CALLER as _LOCK_WORKSPACE_AND_CALLER
+from tenet.workspaces.invitations import _INSERT_INVITATION, _INSERT_SEND, _INVITE_FACTS
 
 DESCRIPTION = "POST /api/v1/workspaces/{id}/invitations, a new email each time, over 64 workspaces of one owner"
 WORKSPACES = 64  # twice the default --concurrency

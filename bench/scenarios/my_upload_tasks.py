@@ -2,7 +2,7 @@
 pending upload tasks among about 4,500 tasks of 500 agenda items in 20 meetings (issue 11; the design's
 `my_upload_tasks`).
 
-What Tenet does for it (src/tenet/meetings/agenda/routes.py my_tasks, queries.py my_tasks): verify the JWT, load
+What Tenet does for it (src/tenet/meetings/agenda/api.py my_tasks, queries.py my_tasks): verify the JWT, load
 the principal on the read path, then one statement (`MY_TASKS_SQL`: the caller's live tasks of that status, soonest
 due first, on `ix_meeting_agenda_item_upload_tasks_assignee`, joined to item, section and meeting by primary key;
 limit + 1 rows) and the page as JSON. The baseline runs the same two statements and answers the rows.

@@ -127,7 +127,8 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
     await cursor.fetchall()
     # Tenet's statement, built by Tenet's own code (so the two cannot drift).
     after, params = queries.MEMBERS_KEYSET.after(page)
-    sql = queries.MEMBERS_SQL.format(caller=queries.CALLER_SQL, after=after, order=queries.MEMBERS_KEYSET.order_by,
+    sql = queries.MEMBERS_SQL.format(caller=queries.CALLER_SQL, member="TRUE", after=after,
+                                     order=queries.MEMBERS_KEYSET.order_by,
                                      page_order="page.joined_at, page.membership_id")
     await cursor.execute(sql, {"workspace_id": workspace_id, "caller": principal["id"],
                                "limit": queries.MEMBERS_KEYSET.fetch_limit(page), **params})

@@ -12,8 +12,10 @@ from tenet.kernel.clock import SystemClock
 from tenet.kernel.outbox import install_delivery
 from tenet.kernel.pagination import MAX_LIMIT, PageParams
 from tenet.kernel.settings import KernelSettings, section
+from tenet.kernel.statements import statements
 from tenet.reservations import demo as reservations_demo
-from tenet.workspaces import service as workspaces_service
+from tenet.workspaces import invitations, workspaces
+from tenet.workspaces import queries as workspace_queries
 from tenet.workspaces.permissions import InvitationRole
 
 DEMO_PASSWORD = "demo-password-1"
@@ -61,20 +63,22 @@ async def _load_workspace_demo(session, settings: KernelSettings, now) -> str:
     pending invitation (its mail waits in the outbox)."""
     manager = await iam_service.find_user_by_email(session, DEMO_USERS[0][0])
     assert manager is not None
-    mine, _ = await workspaces_service.list_workspaces(session, user_id=manager.id, params=PageParams(limit=MAX_LIMIT))
-    if any(workspace.name == DEMO_WORKSPACE for workspace, _ in mine):
+    mine, _ = await workspace_queries.workspaces(await statements(session), principal_id=manager.id,
+                                                 page=PageParams(limit=MAX_LIMIT))
+    if any(workspace["name"] == DEMO_WORKSPACE for workspace in mine):
         return f"kept workspace {DEMO_WORKSPACE!r}"
-    policy = workspaces_service.InvitationPolicy.from_settings(settings)
-    workspace = await workspaces_service.create_workspace(session, name=DEMO_WORKSPACE, owner_id=manager.id, now=now)
+    policy = invitations.InvitationPolicy.from_settings(settings)
+    workspace = await workspaces.create_workspace(session, name=DEMO_WORKSPACE, principal_id=manager.id, now=now)
     for email, role in DEMO_WORKSPACE_MEMBERS:
         person = await iam_service.find_user_by_email(session, email)
         assert person is not None
-        _, token = await workspaces_service.create_invitation(
-            session, workspace_id=workspace.id, actor_id=manager.id, email=email, role=role, policy=policy, now=now)
-        await workspaces_service.accept_invitation(session, token=token, user_id=person.id, now=now)
-    await workspaces_service.create_invitation(session, workspace_id=workspace.id, actor_id=manager.id,
-                                               email=DEMO_PENDING_INVITATION, role=InvitationRole.MEMBER,
-                                               policy=policy, now=now)
+        _, token = await invitations.create_invitation(
+            session, workspace_id=workspace.id, principal_id=manager.id, email=email, role=role, policy=policy,
+            now=now)
+        await invitations.accept_invitation(session, token=token, principal_id=person.id, now=now)
+    await invitations.create_invitation(session, workspace_id=workspace.id, principal_id=manager.id,
+                                        email=DEMO_PENDING_INVITATION, role=InvitationRole.MEMBER, policy=policy,
+                                        now=now)
     return (f"created workspace {DEMO_WORKSPACE!r} owned by {DEMO_USERS[0][0]} with 2 members and a pending "
             f"invitation to {DEMO_PENDING_INVITATION}")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tenet.app import create_app
-from tenet.workspaces import service
+from tenet.workspaces import invitations
 from tests.conftest import test_settings
 from tests.support.users import UserFactory
 
@@ -21,7 +21,7 @@ def people(ws_app, committed_db, clock) -> UserFactory:
 
 
 @pytest.fixture
-def policy(ws_app) -> service.InvitationPolicy:
-    return service.InvitationPolicy.from_settings(ws_app.state.settings)
+def policy(ws_app) -> invitations.InvitationPolicy:
+    return invitations.InvitationPolicy.from_settings(ws_app.state.settings)
 
 

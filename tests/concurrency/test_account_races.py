@@ -18,7 +18,7 @@ import pytest
 from tenet.iam import service as iam_service
 from tenet.kernel.audit import Actor
 from tenet.kernel.errors import DomainError
-from tenet.workspaces import service
+from tenet.workspaces import invitations, members, workspaces
 from tenet.workspaces.permissions import InvitationRole
 from tests.concurrency.test_workspace_races import _ws_rules_hold
 from tests.support.invariants import assert_invariants_hold
@@ -68,14 +68,14 @@ async def _accept_race(committed_db, people, clock, policy) -> tuple[str, str]:
     owner, invitee = await people.make(), await people.make()
     now = clock.now()
     async with committed_db.unit_of_work() as session:
-        workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
-        _, token = await service.create_invitation(session, workspace_id=workspace.id, actor_id=owner.id,
+        workspace = await workspaces.create_workspace(session, name="Race", principal_id=owner.id, now=now)
+        _, token = await invitations.create_invitation(session, workspace_id=workspace.id, principal_id=owner.id,
                                                    email=invitee.email, role=InvitationRole.MEMBER, policy=policy,
                                                    now=now)
 
     async def accept() -> str:
         async with committed_db.unit_of_work() as session:
-            return await _outcome(service.accept_invitation(session, token=token, user_id=invitee.id, now=now))
+            return await _outcome(invitations.accept_invitation(session, token=token, principal_id=invitee.id, now=now))
 
     accepted, deleted = await asyncio.gather(accept(), _delete(committed_db, invitee.id, now))
     return accepted, deleted
@@ -84,7 +84,7 @@ async def _accept_race(committed_db, people, clock, policy) -> tuple[str, str]:
 @pytest.mark.invariant("WS-INV-10")
 async def test_accepting_while_the_account_is_deleted_leaves_no_member_behind(committed_db, people, clock, policy,
                                                                              monkeypatch):
-    _slow(monkeypatch, service, "transition")  # accept's first write, after its checks
+    _slow(monkeypatch, invitations, "transition")  # accept's first write, after its checks
     for _ in range(TRIALS):
         accepted, deleted = await _accept_race(committed_db, people, clock, policy)
         assert deleted == "ok"
@@ -101,7 +101,7 @@ async def test_without_the_share_lock_accept_and_delete_leave_a_deleted_member(c
     monkeypatch.setattr(iam_service, "require_active_accounts", no_lock)
     # Before accept's first write: its foreign keys to the account (invitation.accepted_by, membership.user_id)
     # would otherwise make the deletion wait too, hiding what the share lock is for.
-    _slow(monkeypatch, service, "transition")
+    _slow(monkeypatch, invitations, "transition")
     accepted, deleted = await _accept_race(committed_db, people, clock, policy)
     assert (accepted, deleted) == ("ok", "ok")
     async with committed_db.read_only() as session:
@@ -112,14 +112,14 @@ async def test_without_the_share_lock_accept_and_delete_leave_a_deleted_member(c
 @pytest.mark.invariant("WS-INV-10", "WS-INV-01")
 async def test_creating_a_workspace_while_the_creator_is_deleted_leaves_no_ownerless_workspace(
         committed_db, people, clock, monkeypatch):
-    _slow_after(monkeypatch, service.iam_service, "require_active_accounts")  # after the account check
+    _slow_after(monkeypatch, invitations.iam_service, "require_active_accounts")  # after the account check
     for _ in range(TRIALS):
         creator = await people.make()
         now = clock.now()
 
         async def create(owner_id, now) -> str:
             async with committed_db.unit_of_work() as session:
-                return await _outcome(service.create_workspace(session, name="Mine", owner_id=owner_id, now=now))
+                return await _outcome(workspaces.create_workspace(session, name="Mine", principal_id=owner_id, now=now))
 
         created, deleted = await asyncio.gather(create(creator.id, now), _delete(committed_db, creator.id, now))
         # Either the deletion came first (creation refused) or it came second and found the creator the last
@@ -133,18 +133,18 @@ async def test_ownership_goes_only_to_an_active_account(committed_db, people, cl
     owner, member = await people.make(), await people.make()
     now = clock.now()
     async with committed_db.unit_of_work() as session:
-        workspace = await service.create_workspace(session, name="Handover", owner_id=owner.id, now=now)
-        _, token = await service.create_invitation(session, workspace_id=workspace.id, actor_id=owner.id,
+        workspace = await workspaces.create_workspace(session, name="Handover", principal_id=owner.id, now=now)
+        _, token = await invitations.create_invitation(session, workspace_id=workspace.id, principal_id=owner.id,
                                                    email=member.email, role=InvitationRole.MEMBER, policy=policy,
                                                    now=now)
-        await service.accept_invitation(session, token=token, user_id=member.id, now=now)
+        await invitations.accept_invitation(session, token=token, principal_id=member.id, now=now)
     async with committed_db.unit_of_work() as session:
         await iam_service.disable_user(session, user_id=member.id, now=now, actor=Actor.system())
     async with committed_db.unit_of_work() as session:
-        refused = await _outcome(service.transfer_ownership(session, workspace_id=workspace.id, actor_id=owner.id,
+        refused = await _outcome(members.transfer_ownership(session, workspace_id=workspace.id, principal_id=owner.id,
                                                             user_id=member.id, now=now))
     async with committed_db.unit_of_work() as session:
-        promoted = await _outcome(service.change_member_role(session, workspace_id=workspace.id, actor_id=owner.id,
+        promoted = await _outcome(members.change_member_role(session, workspace_id=workspace.id, principal_id=owner.id,
                                                              user_id=member.id, role="owner", now=now))
     assert refused == promoted == "ACCOUNT_NOT_ACTIVE"
     await _ws_rules_hold(committed_db)
@@ -155,16 +155,16 @@ async def test_transfer_racing_a_disable_of_the_target_never_hands_ownership_to_
     owner, member = await people.make(), await people.make()
     now = clock.now()
     async with committed_db.unit_of_work() as session:
-        workspace = await service.create_workspace(session, name="Handover", owner_id=owner.id, now=now)
-        _, token = await service.create_invitation(session, workspace_id=workspace.id, actor_id=owner.id,
+        workspace = await workspaces.create_workspace(session, name="Handover", principal_id=owner.id, now=now)
+        _, token = await invitations.create_invitation(session, workspace_id=workspace.id, principal_id=owner.id,
                                                    email=member.email, role=InvitationRole.MEMBER, policy=policy,
                                                    now=now)
-        await service.accept_invitation(session, token=token, user_id=member.id, now=now)
-    _slow(monkeypatch, service, "_set_role")
+        await invitations.accept_invitation(session, token=token, principal_id=member.id, now=now)
+    _slow(monkeypatch, members, "_set_role")
 
     async def transfer() -> str:
         async with committed_db.unit_of_work() as session:
-            return await _outcome(service.transfer_ownership(session, workspace_id=workspace.id, actor_id=owner.id,
+            return await _outcome(members.transfer_ownership(session, workspace_id=workspace.id, principal_id=owner.id,
                                                              user_id=member.id, now=now))
 
     async def disable() -> str:

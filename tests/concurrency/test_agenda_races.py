@@ -59,7 +59,7 @@ async def _agenda(db: Database, people: UserFactory, attendees: int = 2):
     boss = principal(manager.id, "MeetingManager")
     async with db.unit_of_work() as session:
         meeting, _ = await meetings_service.create_meeting(
-            session, actor_id=manager.id, fields={"title": "Race", "start_time": START,
+            session, principal_id=manager.id, fields={"title": "Race", "start_time": START,
                                                   "end_time": START + timedelta(hours=1)},
             attendee_ids=[o.id for o in others], template_id=None, policy=meetings_service.MeetingPolicy(), now=NOW)
         section = await service.create_section(session, meeting_id=meeting.id, title="S", principal=boss, now=NOW)

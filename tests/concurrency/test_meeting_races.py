@@ -46,7 +46,7 @@ def people(app, committed_db, clock) -> UserFactory:
 async def _meeting(db: Database, manager_id: uuid.UUID, attendees: list[uuid.UUID] = ()) -> str:
     async with db.unit_of_work() as session:
         meeting, _ = await service.create_meeting(
-            session, actor_id=manager_id, fields={"title": "Race", "start_time": START,
+            session, principal_id=manager_id, fields={"title": "Race", "start_time": START,
                                                   "end_time": START + timedelta(hours=1)},
             attendee_ids=attendees, template_id=None, policy=service.MeetingPolicy(), now=START - timedelta(days=1))
     return meeting.id
@@ -86,7 +86,7 @@ async def test_the_same_user_scanning_at_once_makes_one_attendance(committed_db,
 
     async def scan(device: str):
         async with committed_db.unit_of_work() as session:
-            return await checkin.check_in_user(session, meeting_id=meeting_id, user_id=user.id, mode="offline",
+            return await checkin.check_in_user(session, meeting_id=meeting_id, principal_id=user.id, mode="offline",
                                                device_id=device, code=CODES.offline_code(meeting_id),
                                                now=START, codes=CODES)
 
@@ -153,14 +153,15 @@ async def _check_in_during_cancel(db: Database, meeting_id: str, manager_id, use
 
     async def cancel() -> None:
         async with db.unit_of_work() as session:
-            await service.cancel_meeting(session, meeting_id=meeting_id, actor_id=manager_id, reason=None, now=START)
+            await service.cancel_meeting(session, meeting_id=meeting_id, principal_id=manager_id, reason=None,
+                                         now=START)
             cancelled.set()
             await asyncio.sleep(HOLD)
 
     async def scan():
         await asyncio.wait_for(cancelled.wait(), timeout=10)
         async with db.unit_of_work() as session:
-            return await checkin.check_in_user(session, meeting_id=meeting_id, user_id=user_id, mode="offline",
+            return await checkin.check_in_user(session, meeting_id=meeting_id, principal_id=user_id, mode="offline",
                                                device_id="device-0001", code=CODES.offline_code(meeting_id),
                                                now=START + timedelta(seconds=1), codes=CODES)
 
@@ -214,7 +215,7 @@ async def test_two_users_on_one_device_at_once(committed_db, people, monkeypatch
 
     async def scan(user):
         async with committed_db.unit_of_work() as session:
-            return await checkin.check_in_user(session, meeting_id=meeting_id, user_id=user.id, mode="offline",
+            return await checkin.check_in_user(session, meeting_id=meeting_id, principal_id=user.id, mode="offline",
                                                device_id="shared-phone", code=CODES.offline_code(meeting_id),
                                                now=START, codes=CODES)
 
@@ -266,7 +267,7 @@ async def test_adding_an_attendee_while_the_account_is_deleted(committed_db, peo
     async def add() -> None:
         await asyncio.wait_for(deleting.wait(), timeout=10)
         async with committed_db.unit_of_work() as session:
-            await service.set_required_attendees(session, meeting_id=meeting_id, actor_id=manager.id,
+            await service.set_required_attendees(session, meeting_id=meeting_id, principal_id=manager.id,
                                                  user_ids=[person.id], expected_version=None,
                                                  now=START - timedelta(days=1))
 

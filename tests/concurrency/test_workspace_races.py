@@ -1,7 +1,7 @@
 """Workspace races on real parallel connections (spec 002 fixture group 3): exactly one winner, a stable
 code for the loser, every WS rule holding afterwards.
 
-The workspace row lock (`service._lock_workspace`, in most commands taken by the statement that reads the
+The workspace row lock (`commands.lock_workspace`, in most commands taken by the statement that reads the
 caller's membership) is what serialises the owner count and the write. The
 last-owners test widens the window between them with a small injected delay, so without the lock both
 transactions count before either writes; `test_without_the_lock_*` runs that same timing with the lock
@@ -21,7 +21,7 @@ from sqlalchemy import text
 
 from tenet.db.database import Database
 from tenet.kernel.errors import DomainError
-from tenet.workspaces import errors, service
+from tenet.workspaces import commands, errors, invitations, members, workspaces
 from tenet.workspaces.permissions import InvitationRole, WorkspaceRole
 from tests.support.invariants import assert_invariants_hold
 from tests.support.users import TestUser, UserFactory
@@ -48,45 +48,45 @@ async def _workspace_with_owners(db: Database, people: UserFactory, clock, polic
     owners = [await people.make() for _ in range(count)]
     now = clock.now()
     async with db.unit_of_work() as session:
-        workspace = await service.create_workspace(session, name="Race", owner_id=owners[0].id, now=now)
+        workspace = await workspaces.create_workspace(session, name="Race", principal_id=owners[0].id, now=now)
     for person in owners[1:]:
         async with db.unit_of_work() as session:
-            _, token = await service.create_invitation(session, workspace_id=workspace.id, actor_id=owners[0].id,
-                                                       email=person.email, role=InvitationRole.MEMBER,
-                                                       policy=policy, now=now)
+            _, token = await invitations.create_invitation(session, workspace_id=workspace.id,
+                                                           principal_id=owners[0].id, email=person.email,
+                                                           role=InvitationRole.MEMBER, policy=policy, now=now)
         async with db.unit_of_work() as session:
-            await service.accept_invitation(session, token=token, user_id=person.id, now=now)
+            await invitations.accept_invitation(session, token=token, principal_id=person.id, now=now)
         async with db.unit_of_work() as session:
-            await service.change_member_role(session, workspace_id=workspace.id, actor_id=owners[0].id,
+            await members.change_member_role(session, workspace_id=workspace.id, principal_id=owners[0].id,
                                              user_id=person.id, role=WorkspaceRole.OWNER, now=now)
     return workspace.id, owners
 
 
 def _without_the_workspace_lock(monkeypatch) -> None:
-    """The control experiments' service: no workspace row lock, neither alone (`_lock_workspace`) nor in the
+    """The control experiments' service: no workspace row lock, neither alone (`commands.lock_workspace`) nor in the
     statement that reads the caller's membership (`_lock_workspace_and_caller`)."""
     async def no_lock(session, workspace_id):
         return None
 
-    monkeypatch.setattr(service, "_lock_workspace", no_lock)
-    monkeypatch.setattr(service, "_LOCK_WORKSPACE_AND_CALLER", service._WORKSPACE_AND_CALLER)
+    monkeypatch.setattr(commands, "lock_workspace", no_lock)
+    monkeypatch.setattr(commands, "LOCK_WORKSPACE_AND_CALLER", commands.WORKSPACE_AND_CALLER)
 
 
 def _widen_the_owner_count_window(monkeypatch) -> None:
-    count = service._count_other_active_owners
+    count = commands.count_other_active_owners
 
     async def slow_count(*args, **kwargs):
         result = await count(*args, **kwargs)
         await asyncio.sleep(WINDOW)
         return result
 
-    monkeypatch.setattr(service, "_count_other_active_owners", slow_count)
+    monkeypatch.setattr(commands, "count_other_active_owners", slow_count)
 
 
 async def _both_owners_leave(db: Database, workspace_id: uuid.UUID, owners: list[TestUser], now) -> list[str]:
     async def leave(person: TestUser) -> None:
         async with db.unit_of_work() as session:
-            await service.leave_workspace(session, workspace_id=workspace_id, user_id=person.id, now=now)
+            await members.leave_workspace(session, workspace_id=workspace_id, principal_id=person.id, now=now)
 
     return list(await asyncio.gather(*(_outcome(leave(o)) for o in owners)))
 
@@ -133,12 +133,12 @@ class TestLastOwnersLeaving:
 
         async def demote_self() -> None:
             async with committed_db.unit_of_work() as session:
-                await service.change_member_role(session, workspace_id=workspace_id, actor_id=first.id,
+                await members.change_member_role(session, workspace_id=workspace_id, principal_id=first.id,
                                                  user_id=first.id, role=WorkspaceRole.MEMBER, now=now)
 
         async def leave() -> None:
             async with committed_db.unit_of_work() as session:
-                await service.leave_workspace(session, workspace_id=workspace_id, user_id=second.id, now=now)
+                await members.leave_workspace(session, workspace_id=workspace_id, principal_id=second.id, now=now)
 
         outcomes = await asyncio.gather(_outcome(demote_self()), _outcome(leave()))
         assert sorted(outcomes) == ["LAST_OWNER", "ok"]
@@ -149,9 +149,9 @@ async def _invited(db, owner, invitee, policy, now, role=InvitationRole.MEMBER):
     """A committed workspace of `owner` with a pending invitation for `invitee`: (workspace, invitation,
     token)."""
     async with db.unit_of_work() as session:
-        workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
-        invitation, token = await service.create_invitation(
-            session, workspace_id=workspace.id, actor_id=owner.id, email=invitee.email, role=role, policy=policy,
+        workspace = await workspaces.create_workspace(session, name="Race", principal_id=owner.id, now=now)
+        invitation, token = await invitations.create_invitation(
+            session, workspace_id=workspace.id, principal_id=owner.id, email=invitee.email, role=role, policy=policy,
             now=now)
     return workspace, invitation, token
 
@@ -167,11 +167,12 @@ class TestAcceptVersusRevoke:
 
         async def accept() -> None:
             async with committed_db.unit_of_work() as session:
-                await service.accept_invitation(session, token=token, user_id=invitee.id, now=now)
+                await invitations.accept_invitation(session, token=token, principal_id=invitee.id, now=now)
 
         async def revoke() -> None:
             async with committed_db.unit_of_work() as session:
-                await service.revoke_invitation(session, invitation_id=invitation.id, actor_id=owner.id, now=now)
+                await invitations.revoke_invitation(session, invitation_id=invitation.id, principal_id=owner.id,
+                                                    now=now)
 
         calls = [revoke(), accept()] if revoke_first else [accept(), revoke()]
         outcomes = await asyncio.gather(*(_outcome(c) for c in calls))
@@ -200,7 +201,7 @@ class TestAcceptVersusRevoke:
 
         async def accept() -> None:
             async with committed_db.unit_of_work() as session:
-                await service.accept_invitation(session, token=token, user_id=invitee.id, now=now)
+                await invitations.accept_invitation(session, token=token, principal_id=invitee.id, now=now)
 
         outcomes = await asyncio.gather(_outcome(accept()), _outcome(accept()))
         assert sorted(outcomes) == ["INVITATION_ALREADY_ACCEPTED", "ok"]
@@ -221,11 +222,11 @@ class TestAcceptVersusRevoke:
 
         async def accept() -> None:
             async with committed_db.unit_of_work() as session:
-                await service.accept_invitation(session, token=old_token, user_id=invitee.id, now=now)
+                await invitations.accept_invitation(session, token=old_token, principal_id=invitee.id, now=now)
 
         async def resend() -> None:
             async with committed_db.unit_of_work() as session:
-                await service.resend_invitation(session, invitation_id=invitation.id, actor_id=owner.id,
+                await invitations.resend_invitation(session, invitation_id=invitation.id, principal_id=owner.id,
                                                 policy=policy, now=now + timedelta(seconds=1))
 
         outcomes = await asyncio.gather(_outcome(accept()), _outcome(resend()))
@@ -258,21 +259,21 @@ class TestConcurrentInvitations:
         owner = await people.make()
         now = clock.now()
         async with committed_db.unit_of_work() as session:
-            workspace = await service.create_workspace(session, name="Race", owner_id=owner.id, now=now)
+            workspace = await workspaces.create_workspace(session, name="Race", principal_id=owner.id, now=now)
 
-        find = service.iam_service.find_user_by_email
+        find = invitations.iam_service.find_user_by_email
 
         async def slow_find(*args, **kwargs):  # runs after the pending pre-check, before the insert
             await asyncio.sleep(WINDOW)
             return await find(*args, **kwargs)
 
         _without_the_workspace_lock(monkeypatch)
-        monkeypatch.setattr(service.iam_service, "find_user_by_email", slow_find)
+        monkeypatch.setattr(invitations.iam_service, "find_user_by_email", slow_find)
 
         async def invite(email: str) -> None:
             async with committed_db.unit_of_work() as session:
-                await service.create_invitation(session, workspace_id=workspace.id, actor_id=owner.id, email=email,
-                                                role=InvitationRole.MEMBER, policy=policy, now=now)
+                await invitations.create_invitation(session, workspace_id=workspace.id, principal_id=owner.id,
+                                                    email=email, role=InvitationRole.MEMBER, policy=policy, now=now)
 
         outcomes = await asyncio.gather(_outcome(invite("Ada@Example.com")), _outcome(invite("ada@example.com")))
         assert sorted(outcomes) == ["INVITATION_ALREADY_PENDING", "ok"]
@@ -290,17 +291,17 @@ class TestCallerChangedWhileWaitingForTheLock:
         workspace_id, (owner, admin) = await _workspace_with_owners(db, people, clock, policy, 2)
         now = clock.now()
         async with db.unit_of_work() as session:  # the second owner steps down to admin
-            await service.change_member_role(session, workspace_id=workspace_id, actor_id=owner.id,
+            await members.change_member_role(session, workspace_id=workspace_id, principal_id=owner.id,
                                              user_id=admin.id, role=WorkspaceRole.ADMIN, now=now)
 
         async def invite() -> None:
             async with db.unit_of_work() as session:
-                await service.create_invitation(session, workspace_id=workspace_id, actor_id=admin.id,
+                await invitations.create_invitation(session, workspace_id=workspace_id, principal_id=admin.id,
                                                 email="late@example.com", role=InvitationRole.MEMBER,
                                                 policy=policy, now=now)
 
         async with db.unit_of_work() as removal:
-            await service.remove_member(removal, workspace_id=workspace_id, actor_id=owner.id, user_id=admin.id,
+            await members.remove_member(removal, workspace_id=workspace_id, principal_id=owner.id, user_id=admin.id,
                                         now=now)
             inviting = asyncio.create_task(_outcome(invite()))
             await asyncio.sleep(WINDOW)  # the invitation's statement is now waiting for the workspace lock
@@ -321,7 +322,7 @@ class TestCallerChangedWhileWaitingForTheLock:
                                                                                  policy, monkeypatch):
         """The control: the workspace locked alone, the membership row is the one the statement's snapshot
         had before the wait, and the removed admin's invitation goes through."""
-        monkeypatch.setattr(service, "_LOCK_WORKSPACE_AND_CALLER", service._WORKSPACE_AND_CALLER + " FOR UPDATE OF w")
+        monkeypatch.setattr(commands, "LOCK_WORKSPACE_AND_CALLER", commands.WORKSPACE_AND_CALLER + " FOR UPDATE OF w")
         outcome, made = await self._removed_while_inviting(committed_db, people, clock, policy)
         assert (outcome, made) == ("ok", 1)
 
@@ -333,20 +334,20 @@ class TestSweepAgainstRequests:
         owner = await people.make()
         now = clock.now()
         async with committed_db.unit_of_work() as session:
-            busy = await service.create_workspace(session, name="Busy", owner_id=owner.id, now=now)
-            idle = await service.create_workspace(session, name="Idle", owner_id=owner.id, now=now)
+            busy = await workspaces.create_workspace(session, name="Busy", principal_id=owner.id, now=now)
+            idle = await workspaces.create_workspace(session, name="Idle", principal_id=owner.id, now=now)
             for workspace in (busy, idle):
-                await service.create_invitation(session, workspace_id=workspace.id, actor_id=owner.id,
+                await invitations.create_invitation(session, workspace_id=workspace.id, principal_id=owner.id,
                                                 email="p@example.com", role=InvitationRole.MEMBER, policy=policy,
                                                 now=now)
         later = now + timedelta(days=8)
         async with committed_db.unit_of_work() as holder:
-            await service._lock_workspace(holder, busy.id)  # a request in the middle of a command
+            await commands.lock_workspace(holder, busy.id)  # a request in the middle of a command
             async with committed_db.unit_of_work() as session:
-                expired = await asyncio.wait_for(service.expire_due_invitations(session, now=later), timeout=5)
+                expired = await asyncio.wait_for(invitations.expire_due_invitations(session, now=later), timeout=5)
             assert [i.workspace_id for i in expired] == [idle.id]
         async with committed_db.unit_of_work() as session:
-            expired = await service.expire_due_invitations(session, now=later)
+            expired = await invitations.expire_due_invitations(session, now=later)
         assert [i.workspace_id for i in expired] == [busy.id]
         await _ws_rules_hold(committed_db)
 
@@ -366,16 +367,16 @@ class TestSweepAgainstRequests:
         holds_lock, other_ran = asyncio.Event(), asyncio.Event()
 
         if first == "accept":
-            get_user = service.iam_service.get_user
+            get_user = invitations.iam_service.get_user
 
             async def get_user_holding_the_lock(*args, **kwargs):  # accept calls it under the workspace lock
                 holds_lock.set()
                 await asyncio.wait_for(other_ran.wait(), timeout=5)  # the sweep ran meanwhile, not after
                 return await get_user(*args, **kwargs)
 
-            monkeypatch.setattr(service.iam_service, "get_user", get_user_holding_the_lock)
+            monkeypatch.setattr(invitations.iam_service, "get_user", get_user_holding_the_lock)
         elif first == "sweep":
-            lock_workspaces = service._lock_workspaces_skip_locked
+            lock_workspaces = commands.lock_workspaces_skip_locked
 
             async def lock_then_wait_for_the_accept(*args, **kwargs):
                 locked = await lock_workspaces(*args, **kwargs)
@@ -383,7 +384,7 @@ class TestSweepAgainstRequests:
                 await asyncio.wait_for(_a_backend_waits_for_a_lock(committed_db), timeout=5)
                 return locked
 
-            monkeypatch.setattr(service, "_lock_workspaces_skip_locked", lock_then_wait_for_the_accept)
+            monkeypatch.setattr(commands, "lock_workspaces_skip_locked", lock_then_wait_for_the_accept)
         else:
             holds_lock.set()
 
@@ -391,7 +392,7 @@ class TestSweepAgainstRequests:
             if first == "sweep":
                 await holds_lock.wait()
             async with committed_db.unit_of_work() as session:
-                await service.accept_invitation(session, token=token, user_id=invitee.id,
+                await invitations.accept_invitation(session, token=token, principal_id=invitee.id,
                                                 now=expiry - timedelta(milliseconds=1))
 
         swept: list = []
@@ -401,7 +402,7 @@ class TestSweepAgainstRequests:
                 await holds_lock.wait()
             try:
                 async with committed_db.unit_of_work() as session:
-                    swept.extend(await service.expire_due_invitations(session, now=expiry))
+                    swept.extend(await invitations.expire_due_invitations(session, now=expiry))
             finally:
                 other_ran.set()
 

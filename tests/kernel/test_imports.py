@@ -103,5 +103,5 @@ def test_domains_do_not_import_the_composition_root(module):
 def test_the_walk_finds_imports():
     # The test above must be able to fail: the composition root imports every domain's declaration.
     assert {"tenet.iam.domain", "tenet.workspaces.domain"} <= direct_imports("tenet.domains")
-    assert "tenet.workspaces.service" in reachable("tenet.workspaces.api")
+    assert "tenet.workspaces.invitations" in reachable("tenet.workspaces.api")
     assert _domain_packages() >= {"tenet.iam", "tenet.workspaces"}

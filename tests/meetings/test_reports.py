@@ -103,6 +103,30 @@ async def test_a_series_report_matches_the_hand_count(ma, manager, series_fixtur
     assert sheet.cell(row=2, column=header.index("attendance_rate") + 1).number_format == "0.00%"
 
 
+async def test_a_series_report_before_its_first_meeting_lists_who_is_expected(ma, manager, users):
+    """Review finding (issue 23): before the first occurrence starts, the report listed nobody. It lists the series'
+    required attendees with zero counted meetings (rates null), in JSON, CSV and XLSX alike."""
+    a, b = await users.make(display_name="Ada"), await users.make(display_name="Bo")
+    made = await ma.call("POST", "/series", manager, json={
+        "title": "Weekly", "timezone": "UTC", "start_date": "2026-03-09", "start_local_time": "09:00",
+        "duration_minutes": 30, "rrule": "FREQ=WEEKLY;COUNT=3", "required_attendee_ids": [str(a.id), str(b.id)]})
+    assert made.status_code == 201, made.text
+    series_id = made.json()["series"]["id"]
+    report = (await ma.call("GET", f"/reports/series/{series_id}", manager)).json()
+    assert report["meetings_counted"] == 0 and report["meetings"] == []
+    assert [(u["user_id"], u["display_name"], u["expected"], u["present"], u["late"], u["excused"], u["absent"],
+             u["attendance_rate"], u["on_time_rate"]) for u in report["attendees"]] == [
+        (str(a.id), "Ada", 0, 0, 0, 0, 0, None, None), (str(b.id), "Bo", 0, 0, 0, 0, 0, None, None)]
+    exported = await ma.call("GET", f"/reports/series/{series_id}", manager, params={"format": "csv"})
+    rows = list(csv.DictReader(io.StringIO(exported.content.decode("utf-8-sig"))))
+    assert [(r["display_name"], r["expected"], r["attendance_rate"]) for r in rows] == [("Ada", "0", ""),
+                                                                                        ("Bo", "0", "")]
+    workbook = await ma.call("GET", f"/reports/series/{series_id}", manager, params={"format": "xlsx"})
+    sheet = openpyxl.load_workbook(io.BytesIO(workbook.content))["Attendees"]
+    header = [c.value for c in sheet[1]]
+    assert [r[header.index("display_name")] for r in sheet.iter_rows(min_row=2, values_only=True)] == ["Ada", "Bo"]
+
+
 async def test_distribution_and_ranking_over_a_range(ma, manager, leader, series_fixture):
     _, (a, b, c) = series_fixture
     params = {"from": "2026-03-01", "to": "2026-03-10"}

@@ -117,7 +117,7 @@ class AgendaCommands(RuleBasedStateMachine):
     def create_meeting(self, starts_in: int, who: set[int]) -> None:
         start = self.clock.now() + timedelta(minutes=starts_in)
         made = self.command(lambda s: meetings_service.create_meeting(
-            s, actor_id=self.manager.id, fields={"title": "M", "start_time": start,
+            s, principal_id=self.manager.id, fields={"title": "M", "start_time": start,
                                                  "end_time": start + timedelta(hours=1)},
             attendee_ids=[self.people[i].id for i in who], template_id=None,
             policy=meetings_service.MeetingPolicy(), now=self.clock.now()))
@@ -277,10 +277,11 @@ class AgendaCommands(RuleBasedStateMachine):
         meeting_id = self.pick(self.meetings, which)
         if delete:
             self.command(lambda s: meetings_service.delete_meeting(s, meeting_id=meeting_id,
-                                                                   actor_id=self.manager.id, now=self.clock.now()))
+                                                                   principal_id=self.manager.id, now=self.clock.now()))
         else:
-            self.command(lambda s: meetings_service.cancel_meeting(s, meeting_id=meeting_id, actor_id=self.manager.id,
-                                                                   reason=None, now=self.clock.now()))
+            self.command(lambda s: meetings_service.cancel_meeting(s, meeting_id=meeting_id,
+                                                                   principal_id=self.manager.id, reason=None,
+                                                                   now=self.clock.now()))
 
     @rule(who=st.integers(0, PEOPLE - 1))
     def delete_account(self, who: int) -> None:

@@ -107,7 +107,7 @@ class MeetingCommands(RuleBasedStateMachine):
                        rotating: bool) -> None:
         start = self.clock.now() + timedelta(minutes=starts_in)
         made = self.command(lambda s: service.create_meeting(
-            s, actor_id=self.manager.id, fields={"title": "M", "start_time": start,
+            s, principal_id=self.manager.id, fields={"title": "M", "start_time": start,
                                                  "end_time": start + timedelta(minutes=minutes),
                                                  "late_grace_minutes": grace, "checkin_opens_minutes_before": opens,
                                                  "rotating_online_code": rotating},
@@ -126,7 +126,7 @@ class MeetingCommands(RuleBasedStateMachine):
                                        "end_time": current.end_time + timedelta(minutes=delta)}
             if grace is not None:
                 changes["late_grace_minutes"] = grace
-            return await service.update_meeting(session, meeting_id=meeting_id, actor_id=self.manager.id,
+            return await service.update_meeting(session, meeting_id=meeting_id, principal_id=self.manager.id,
                                                 changes=changes, expected_version=None, now=self.clock.now())
 
         self.command(move)
@@ -135,20 +135,20 @@ class MeetingCommands(RuleBasedStateMachine):
     @rule(which=INDEX, who=st.sets(st.integers(0, PEOPLE - 1), max_size=PEOPLE))
     def set_attendees(self, which: int, who: set[int]) -> None:
         self.command(lambda s: service.set_required_attendees(
-            s, meeting_id=self.pick(self.meetings, which), actor_id=self.manager.id,
+            s, meeting_id=self.pick(self.meetings, which), principal_id=self.manager.id,
             user_ids=[self.people[i].id for i in who], expected_version=None, now=self.clock.now()))
 
     @precondition(lambda self: self.meetings)
     @rule(which=INDEX)
     def cancel(self, which: int) -> None:
         self.command(lambda s: service.cancel_meeting(s, meeting_id=self.pick(self.meetings, which),
-                                                      actor_id=self.manager.id, reason=None, now=self.clock.now()))
+                                                      principal_id=self.manager.id, reason=None, now=self.clock.now()))
 
     @precondition(lambda self: self.meetings)
     @rule(which=INDEX)
     def delete(self, which: int) -> None:
         self.command(lambda s: service.delete_meeting(s, meeting_id=self.pick(self.meetings, which),
-                                                      actor_id=self.manager.id, now=self.clock.now()))
+                                                      principal_id=self.manager.id, now=self.clock.now()))
 
     @rule(minutes=st.sampled_from([1, 5, 6, 29, 30, 60, 60 * 24, 60 * 24 * 95]))
     def time_passes(self, minutes: int) -> None:
@@ -164,7 +164,7 @@ class MeetingCommands(RuleBasedStateMachine):
         signed = CODES.code(meeting_id, self.clock.now()) if mode == "online" else CODES.offline_code(meeting_id)
         code = signed if with_code else None
         done = self.command(lambda s: checkin.check_in_user(
-            s, meeting_id=meeting_id, user_id=self.pick(self.people, who).id, mode=mode, device_id=device,
+            s, meeting_id=meeting_id, principal_id=self.pick(self.people, who).id, mode=mode, device_id=device,
             code=code, now=self.clock.now(), codes=CODES))
         if done is not None:
             self.attendances.append(done.attendance_id)
@@ -185,14 +185,14 @@ class MeetingCommands(RuleBasedStateMachine):
     def correct(self, which: int, status: str, note: bool) -> None:
         self.command(lambda s: attendances.correct_attendance(
             s, attendance_id=self.pick(self.attendances, which), status=status, note="reason" if note else None,
-            expected_version=None, actor_id=self.manager.id, now=self.clock.now()))
+            expected_version=None, principal_id=self.manager.id, now=self.clock.now()))
 
     @precondition(lambda self: self.meetings)
     @rule(which=INDEX, who=INDEX, status=st.sampled_from(["PRESENT", "LATE", "EXCUSED"]))
     def record(self, which: int, who: int, status: str) -> None:
         made = self.command(lambda s: attendances.record_attendance(
             s, meeting_id=self.pick(self.meetings, which), user_id=self.pick(self.people, who).id, status=status,
-            note="recorded", checked_in_at=None, actor_id=self.manager.id, now=self.clock.now()))
+            note="recorded", checked_in_at=None, principal_id=self.manager.id, now=self.clock.now()))
         if made is not None:
             self.attendances.append(made.id)
 
@@ -206,7 +206,7 @@ class MeetingCommands(RuleBasedStateMachine):
           who=st.sets(st.integers(0, PEOPLE - 1), max_size=2))
     def create_series(self, days: int, count: int, at: time, who: set[int]) -> None:
         made = self.command(lambda s: series.create_series(
-            s, actor_id=self.manager.id, fields={
+            s, principal_id=self.manager.id, fields={
                 "title": "S", "timezone": "America/Los_Angeles",
                 "start_date": (self.clock.now() + timedelta(days=days)).date(), "start_local_time": at,
                 "duration_minutes": 30, "rrule": f"FREQ=DAILY;COUNT={count}",
@@ -220,7 +220,7 @@ class MeetingCommands(RuleBasedStateMachine):
     @rule(which=INDEX, count=st.integers(1, 6))
     def change_count(self, which: int, count: int) -> None:
         made = self.command(lambda s: series.update_series(
-            s, series_id=self.pick(self.series, which), actor_id=self.manager.id,
+            s, series_id=self.pick(self.series, which), principal_id=self.manager.id,
             changes={"rrule": f"FREQ=DAILY;COUNT={count}"}, apply_to_exceptions=False, expected_version=None,
             policy=POLICY, now=self.clock.now()))
         if made is not None:
@@ -233,7 +233,7 @@ class MeetingCommands(RuleBasedStateMachine):
         mine = self.run(self._meetings_of(series_id))
         if mine:
             self.command(lambda s: series.reschedule_series(
-                s, series_id=series_id, from_meeting_id=self.pick(mine, pick), actor_id=self.manager.id,
+                s, series_id=series_id, from_meeting_id=self.pick(mine, pick), principal_id=self.manager.id,
                 shift_minutes=shift, start_local_time=None, duration_minutes=None, include_exceptions=False,
                 now=self.clock.now()))
 
@@ -247,7 +247,7 @@ class MeetingCommands(RuleBasedStateMachine):
     @rule(which=INDEX)
     def delete_series(self, which: int) -> None:
         self.command(lambda s: series.delete_series(s, series_id=self.pick(self.series, which),
-                                                    actor_id=self.manager.id, now=self.clock.now()))
+                                                    principal_id=self.manager.id, now=self.clock.now()))
 
     @rule(who=INDEX)
     def delete_account(self, who: int) -> None:

@@ -29,7 +29,7 @@ from tenet.kernel.audit import Actor
 from tenet.kernel.clock import FrozenClock
 from tenet.kernel.errors import DomainError
 from tenet.kernel.invariants import all_invariants, check
-from tenet.workspaces import service
+from tenet.workspaces import invitations, members, workspaces
 from tenet.workspaces.permissions import InvitationRole, WorkspaceRole
 from tests.support.statemachine import run_machine
 
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.timeout(900)
 
 PEOPLE = 4
 OUTSIDER = "Nobody.Registered@Example.com"
-POLICY = service.InvitationPolicy(ttl=timedelta(days=7), daily_limit=6, public_base_url="http://tenet.test")
+POLICY = invitations.InvitationPolicy(ttl=timedelta(days=7), daily_limit=6, public_base_url="http://tenet.test")
 WS_RULES = [i for i in all_invariants() if i.id.startswith("WS-")]
 INDEX = st.integers(min_value=0, max_value=63)
 
@@ -122,8 +122,8 @@ class WorkspaceCommands(RuleBasedStateMachine):
 
     @rule(who=INDEX)
     def create_workspace(self, who: int) -> None:
-        workspace = self.command(lambda s: service.create_workspace(
-            s, name=f"W{len(self.workspaces)}", owner_id=self.person(who).id, now=self.clock.now()))
+        workspace = self.command(lambda s: workspaces.create_workspace(
+            s, name=f"W{len(self.workspaces)}", principal_id=self.person(who).id, now=self.clock.now()))
         self.workspaces.append(workspace.id)
 
     @precondition(lambda self: self.workspaces)
@@ -131,12 +131,12 @@ class WorkspaceCommands(RuleBasedStateMachine):
     def delete_workspace(self, who: int, which: int, insider: bool) -> None:
         workspace_id = self.pick(self.workspaces, which)
         actor = self.actor(workspace_id, who, insider)
-        self.command(lambda s: service.request_workspace_deletion(
-            s, workspace_id=workspace_id, user_id=actor.id, now=self.clock.now()))
+        self.command(lambda s: workspaces.request_workspace_deletion(
+            s, workspace_id=workspace_id, principal_id=actor.id, now=self.clock.now()))
 
     @rule()
     def finish_deletions(self) -> None:
-        self.command(lambda s: service.finish_workspace_deletions(s, now=self.clock.now()))
+        self.command(lambda s: workspaces.finish_workspace_deletions(s, now=self.clock.now()))
 
     # --- invitations --------------------------------------------------------------------------------
 
@@ -149,8 +149,8 @@ class WorkspaceCommands(RuleBasedStateMachine):
         email = OUTSIDER if invitee == PEOPLE else self.people[invitee].email
         email = (email.upper() if shout else email.lower()) + (" " if pad else "")
         actor = self.actor(workspace_id, who, insider)
-        made = self.command(lambda s: service.create_invitation(
-            s, workspace_id=workspace_id, actor_id=actor.id, email=email, role=role, policy=POLICY,
+        made = self.command(lambda s: invitations.create_invitation(
+            s, workspace_id=workspace_id, principal_id=actor.id, email=email, role=role, policy=POLICY,
             now=self.clock.now()))
         if made is not None:
             invitation, token = made
@@ -165,36 +165,38 @@ class WorkspaceCommands(RuleBasedStateMachine):
     def accept_as_the_invitee(self, which: int) -> None:
         token = self.pick([t for t, i in self.invitee_of.items() if i is not None], which)
         person = self.people[self.invitee_of[token]]
-        self.command(lambda s: service.accept_invitation(s, token=token, user_id=person.id, now=self.clock.now()))
+        self.command(lambda s: invitations.accept_invitation(s, token=token, principal_id=person.id,
+                                                             now=self.clock.now()))
 
     @precondition(lambda self: self.tokens)
     @rule(who=INDEX, which=INDEX)
     def accept_as_anyone(self, who: int, which: int) -> None:
         token, person = self.pick(self.tokens, which), self.person(who)
-        self.command(lambda s: service.accept_invitation(s, token=token, user_id=person.id, now=self.clock.now()))
+        self.command(lambda s: invitations.accept_invitation(s, token=token, principal_id=person.id,
+                                                             now=self.clock.now()))
 
     @precondition(lambda self: self.invitations)
     @rule(who=INDEX, which=INDEX, insider=st.booleans())
     def revoke(self, who: int, which: int, insider: bool) -> None:
         invitation_id = self.pick(self.invitations, which)
         actor = self.actor(self.workspace_of[invitation_id], who, insider)
-        self.command(lambda s: service.revoke_invitation(
-            s, invitation_id=invitation_id, actor_id=actor.id, now=self.clock.now()))
+        self.command(lambda s: invitations.revoke_invitation(
+            s, invitation_id=invitation_id, principal_id=actor.id, now=self.clock.now()))
 
     @precondition(lambda self: self.invitations)
     @rule(who=INDEX, which=INDEX, insider=st.booleans())
     def resend(self, who: int, which: int, insider: bool) -> None:
         invitation_id = self.pick(self.invitations, which)
         actor = self.actor(self.workspace_of[invitation_id], who, insider)
-        made = self.command(lambda s: service.resend_invitation(
-            s, invitation_id=invitation_id, actor_id=actor.id, policy=POLICY, now=self.clock.now()))
+        made = self.command(lambda s: invitations.resend_invitation(
+            s, invitation_id=invitation_id, principal_id=actor.id, policy=POLICY, now=self.clock.now()))
         if made is not None:
             self.tokens.append(made[1])
             self.invitee_of[made[1]] = self.invited[invitation_id]
 
     @rule()
     def sweep_expired(self) -> None:
-        self.command(lambda s: service.expire_due_invitations(s, now=self.clock.now()))
+        self.command(lambda s: invitations.expire_due_invitations(s, now=self.clock.now()))
 
     @rule(hours=st.sampled_from([1, 12, 25, 24 * 3, 24 * 7]))
     def time_passes(self, hours: int) -> None:
@@ -207,32 +209,32 @@ class WorkspaceCommands(RuleBasedStateMachine):
     def leave(self, who: int, which: int, insider: bool) -> None:
         workspace_id = self.pick(self.workspaces, which)
         actor = self.actor(workspace_id, who, insider)
-        self.command(lambda s: service.leave_workspace(
-            s, workspace_id=workspace_id, user_id=actor.id, now=self.clock.now()))
+        self.command(lambda s: members.leave_workspace(
+            s, workspace_id=workspace_id, principal_id=actor.id, now=self.clock.now()))
 
     @precondition(lambda self: self.workspaces)
     @rule(who=INDEX, other=INDEX, which=INDEX, insider=st.booleans())
     def remove(self, who: int, other: int, which: int, insider: bool) -> None:
         workspace_id = self.pick(self.workspaces, which)
         actor, target = self.actor(workspace_id, who, insider), self.actor(workspace_id, other, insider)
-        self.command(lambda s: service.remove_member(
-            s, workspace_id=workspace_id, actor_id=actor.id, user_id=target.id, now=self.clock.now()))
+        self.command(lambda s: members.remove_member(
+            s, workspace_id=workspace_id, principal_id=actor.id, user_id=target.id, now=self.clock.now()))
 
     @precondition(lambda self: self.workspaces)
     @rule(who=INDEX, other=INDEX, which=INDEX, insider=st.booleans(), role=st.sampled_from(WorkspaceRole))
     def change_role(self, who: int, other: int, which: int, insider: bool, role: WorkspaceRole) -> None:
         workspace_id = self.pick(self.workspaces, which)
         actor, target = self.actor(workspace_id, who, insider), self.actor(workspace_id, other, insider)
-        self.command(lambda s: service.change_member_role(
-            s, workspace_id=workspace_id, actor_id=actor.id, user_id=target.id, role=role, now=self.clock.now()))
+        self.command(lambda s: members.change_member_role(
+            s, workspace_id=workspace_id, principal_id=actor.id, user_id=target.id, role=role, now=self.clock.now()))
 
     @precondition(lambda self: self.workspaces)
     @rule(who=INDEX, other=INDEX, which=INDEX, insider=st.booleans())
     def transfer(self, who: int, other: int, which: int, insider: bool) -> None:
         workspace_id = self.pick(self.workspaces, which)
         actor, target = self.actor(workspace_id, who, insider), self.actor(workspace_id, other, insider)
-        self.command(lambda s: service.transfer_ownership(
-            s, workspace_id=workspace_id, actor_id=actor.id, user_id=target.id, now=self.clock.now()))
+        self.command(lambda s: members.transfer_ownership(
+            s, workspace_id=workspace_id, principal_id=actor.id, user_id=target.id, now=self.clock.now()))
 
     # --- after every step -----------------------------------------------------------------------------
 

@@ -47,7 +47,7 @@ class TestExpireInvitationsJob:
 
     @pytest.mark.invariant("WS-INV-04")
     async def test_sweep_handles_many_workspaces_in_batches(self, ws, owner, db, clock, job_runtime, monkeypatch):
-        monkeypatch.setattr(tasks.service, "SWEEP_BATCH", 2)
+        monkeypatch.setattr(tasks.commands, "SWEEP_BATCH", 2)
         for index in range(5):
             workspace_id = await ws.create_ok(owner, f"W{index}")
             await ws.invite_ok(owner, workspace_id, f"p{index}@example.com")

@@ -9,9 +9,10 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request, Response, status
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.deps import NowDep, SessionDep, SettingsDep, client_address, reads
-from tenet.iam import errors, service
+from tenet.iam import errors, queries, service
 from tenet.iam.auth import CurrentPrincipal, require
 from tenet.iam.permissions import ROLE_DESCRIPTIONS, Permission, Role
 from tenet.iam.principal import Principal
@@ -37,6 +38,7 @@ from tenet.kernel.idempotency import not_idempotent
 from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.ratelimit import RateLimiter, release_in, reset_in
 from tenet.kernel.settings import section
+from tenet.kernel.statements import statements
 
 # Routers carry their full path (not a prefix added at inclusion), so a matched route's template is the
 # whole path for metrics and logs whatever FastAPI does with included routers.
@@ -48,10 +50,10 @@ PageDep = Annotated[PageParams, Depends(page_params)]
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
-async def _user_read(session, user) -> UserRead:
-    roles = (await service.roles_of(session, [user.id]))[user.id]
-    return UserRead(id=user.id, email=user.email, display_name=user.display_name, status=user.status,
-                    roles=roles, created_at=user.created_at)
+async def _user_read(session: AsyncSession, user_id: uuid.UUID) -> UserRead:
+    """The account as its GET shows it, read by the GET's query inside the writing transaction."""
+    await session.flush()
+    return UserRead.model_validate(await queries.user(await statements(session), user_id=user_id))
 
 
 def _limiter(request: Request) -> RateLimiter:
@@ -75,7 +77,7 @@ async def register(body: UserRegister, request: Request, session: SessionDep, se
         session, passwords=request.app.state.passwords, email=body.email, password=body.password,
         display_name=body.display_name, now=now, actor=Actor("anonymous"),
     )
-    return await _user_read(session, user)
+    return await _user_read(session, user.id)
 
 
 def _basic_client_credentials(request: Request) -> tuple[str, str] | None:
@@ -199,7 +201,7 @@ async def me(principal: CurrentPrincipal, request: Request) -> Response:
                         status=profile.status, roles=roles, created_at=profile.created_at)
         return json_response(MeRead(principal_type="user", user=user, roles=roles,
                                     permissions=sorted(principal.permissions), scopes=[]))
-    client = await service.read_api_client(reads(request), principal.id)
+    client = ApiClientRead.model_validate(await queries.api_client(reads(request), api_client_id=principal.id))
     return json_response(MeRead(principal_type="client", client=client, roles=[], permissions=[],
                                 scopes=sorted(principal.scopes)))
 
@@ -214,60 +216,57 @@ ManageClients = Annotated[Principal, Depends(require(Permission.IAM_API_CLIENT_M
 
 @admin_router.post("/users", status_code=status.HTTP_201_CREATED, response_model=UserRead,
                    summary="Create a user (administrators)", responses=problem_responses(409, 422))
-async def create_user(body: UserCreate, request: Request, admin: ManageUsers, session: SessionDep,
+async def create_user(body: UserCreate, request: Request, principal: ManageUsers, session: SessionDep,
                       now: NowDep) -> UserRead:
     user = await service.create_user(
         session, passwords=request.app.state.passwords, email=body.email, password=body.password,
-        display_name=body.display_name, now=now, actor=admin.actor,
+        display_name=body.display_name, now=now, actor=principal.actor,
         roles=body.roles if body.roles is not None else [Role.EMPLOYEE],
     )
-    return await _user_read(session, user)
+    return await _user_read(session, user.id)
 
 
 @admin_router.get("/users", response_model=Page[UserRead], summary="List users, oldest first",
                   responses=problem_responses(400))
-async def list_users(_: ReadUsers, session: SessionDep, params: PageDep) -> Page[UserRead]:
-    users, next_cursor = await service.list_users(session, params=params)
-    roles = await service.roles_of(session, [u.id for u in users])
-    items = [UserRead(id=u.id, email=u.email, display_name=u.display_name, status=u.status, roles=roles[u.id],
-                      created_at=u.created_at) for u in users]
-    return Page[UserRead](items=items, next_cursor=next_cursor)
+async def list_users(_: ReadUsers, request: Request, params: PageDep) -> Response:
+    rows, next_cursor = await queries.users(reads(request), page=params)
+    return json_response(Page[UserRead](items=[UserRead.model_validate(r) for r in rows], next_cursor=next_cursor))
 
 
 @admin_router.get("/users/{user_id}", response_model=UserRead, summary="One user",
                   responses=problem_responses(404))
-async def get_user(user_id: uuid.UUID, _: ReadUsers, session: SessionDep) -> UserRead:
-    return await _user_read(session, await service.get_user(session, user_id))
+async def get_user(user_id: uuid.UUID, _: ReadUsers, request: Request) -> Response:
+    return json_response(UserRead.model_validate(await queries.user(reads(request), user_id=user_id)))
 
 
 @admin_router.put("/users/{user_id}/roles", response_model=UserRead, summary="Replace a user's system roles",
                   responses=problem_responses(404, 409, 422))
-async def put_user_roles(user_id: uuid.UUID, body: RolesUpdate, admin: AssignRoles, session: SessionDep,
+async def put_user_roles(user_id: uuid.UUID, body: RolesUpdate, principal: AssignRoles, session: SessionDep,
                          now: NowDep) -> UserRead:
-    user = await service.set_user_roles(session, user_id=user_id, roles=body.roles, now=now, actor=admin.actor)
-    return await _user_read(session, user)
+    await service.set_user_roles(session, user_id=user_id, roles=body.roles, now=now, actor=principal.actor)
+    return await _user_read(session, user_id)
 
 
 @admin_router.delete("/users/{user_id}", status_code=status.HTTP_204_NO_CONTENT,
                      summary="Delete a user (a state: sign-in stops, tokens die, the email is freed)",
                      responses=problem_responses(404, 409))
-async def delete_user(user_id: uuid.UUID, admin: ManageUsers, session: SessionDep, now: NowDep) -> None:
-    await service.delete_user(session, user_id=user_id, now=now, actor=admin.actor)
+async def delete_user(user_id: uuid.UUID, principal: ManageUsers, session: SessionDep, now: NowDep) -> None:
+    await service.delete_user(session, user_id=user_id, now=now, actor=principal.actor)
 
 
 @admin_router.post("/users/{user_id}/disable", response_model=UserRead,
                    summary="Suspend an account: sign-in stops and its tokens die at once",
                    responses=problem_responses(404, 409))
-async def disable_user(user_id: uuid.UUID, admin: ManageUsers, session: SessionDep, now: NowDep) -> UserRead:
-    return await _user_read(session, await service.disable_user(session, user_id=user_id, now=now,
-                                                                actor=admin.actor))
+async def disable_user(user_id: uuid.UUID, principal: ManageUsers, session: SessionDep, now: NowDep) -> UserRead:
+    await service.disable_user(session, user_id=user_id, now=now, actor=principal.actor)
+    return await _user_read(session, user_id)
 
 
 @admin_router.post("/users/{user_id}/enable", response_model=UserRead, summary="Re-activate a suspended account",
                    responses=problem_responses(404, 409))
-async def enable_user(user_id: uuid.UUID, admin: ManageUsers, session: SessionDep, now: NowDep) -> UserRead:
-    return await _user_read(session, await service.enable_user(session, user_id=user_id, now=now,
-                                                               actor=admin.actor))
+async def enable_user(user_id: uuid.UUID, principal: ManageUsers, session: SessionDep, now: NowDep) -> UserRead:
+    await service.enable_user(session, user_id=user_id, now=now, actor=principal.actor)
+    return await _user_read(session, user_id)
 
 
 @admin_router.get("/roles", response_model=list[RoleRead], summary="The system roles and their permission points")
@@ -281,27 +280,29 @@ async def list_roles(_: ReadUsers) -> list[RoleRead]:
                    description="The answer carries `Cache-Control: no-store`; an `Idempotency-Key` does not "
                                "replay it (the secret is never kept), so a retried request creates another client.",
                    responses=problem_responses(422))
-async def create_api_client(body: ApiClientCreate, admin: ManageClients, response: Response, session: SessionDep,
-                            now: NowDep) -> ApiClientCreated:
+async def create_api_client(body: ApiClientCreate, principal: ManageClients, response: Response,
+                            session: SessionDep, now: NowDep) -> ApiClientCreated:
     response.headers.update(NO_STORE)
     client, secret = await service.create_api_client(session, name=body.name, scopes=body.scopes,
-                                                     hotel_ids=body.hotel_ids or [], now=now, actor=admin.actor)
-    return ApiClientCreated(**ApiClientRead.model_validate(client).model_dump(), client_secret=secret)
+                                                     hotel_ids=body.hotel_ids or [], now=now, actor=principal.actor)
+    written = await queries.api_client(await statements(session), api_client_id=client.id)
+    return ApiClientCreated(**ApiClientRead.model_validate(written).model_dump(), client_secret=secret)
 
 
 @admin_router.get("/api-clients", response_model=Page[ApiClientRead], summary="List API clients",
                   responses=problem_responses(400))
-async def list_api_clients(_: ManageClients, session: SessionDep, params: PageDep) -> Page[ApiClientRead]:
-    clients, next_cursor = await service.list_api_clients(session, params=params)
-    return Page[ApiClientRead](items=[ApiClientRead.model_validate(c) for c in clients], next_cursor=next_cursor)
+async def list_api_clients(_: ManageClients, request: Request, params: PageDep) -> Response:
+    rows, next_cursor = await queries.api_clients(reads(request), page=params)
+    return json_response(Page[ApiClientRead](items=[ApiClientRead.model_validate(r) for r in rows],
+                                             next_cursor=next_cursor))
 
 
 @admin_router.delete("/api-clients/{api_client_id}", status_code=status.HTTP_204_NO_CONTENT,
                      summary="Revoke an API client (its tokens stop working at once)",
                      responses=problem_responses(404))
-async def delete_api_client(api_client_id: uuid.UUID, admin: ManageClients, session: SessionDep,
+async def delete_api_client(api_client_id: uuid.UUID, principal: ManageClients, session: SessionDep,
                             now: NowDep) -> None:
-    await service.revoke_api_client(session, api_client_id=api_client_id, now=now, actor=admin.actor)
+    await service.revoke_api_client(session, api_client_id=api_client_id, now=now, actor=principal.actor)
 
 
 ROUTERS = (auth_router, admin_router)

@@ -19,7 +19,7 @@ from fastapi import Depends, Request
 from fastapi.security import OAuth2PasswordBearer
 from starlette.types import Scope
 
-from tenet.iam import service
+from tenet.iam import queries
 from tenet.iam.principal import Principal
 from tenet.iam.tokens import AccessTokens
 from tenet.kernel.clock import Clock
@@ -43,7 +43,7 @@ async def principal_for_token(state: object, token: str) -> Principal:
     tokens: AccessTokens = state.access_tokens  # type: ignore[attr-defined]
     clock: Clock = state.clock  # type: ignore[attr-defined]
     claims = tokens.verify(token, now=clock.now())
-    principal = await service.load_principal(state.db.reads, claims)  # type: ignore[attr-defined]
+    principal = await queries.principal(state.db.reads, claims)  # type: ignore[attr-defined]
     if principal is None:
         raise InvalidToken("The account behind this token is no longer active")
     return principal

@@ -1,4 +1,7 @@
-"""Identity commands and queries. Each runs inside the caller's unit of work and never commits."""
+"""Identity commands: accounts, roles, sign-in, refresh tokens, API clients. Each runs inside the caller's unit of
+work and never commits (sign-in's password check reads on the read path first, so no connection is held while
+argon2 runs). The reads other domains' commands make of accounts (`user_summaries`, `require_active_accounts`) are
+here too; identity's GET reads are tenet.iam.queries'."""
 
 from __future__ import annotations
 
@@ -7,23 +10,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenet.iam import errors, lifecycles
+from tenet.iam import errors, lifecycles, queries
 from tenet.iam.events import AccountCreated, AccountDeleted, AccountRolesChanged
 from tenet.iam.models import ApiClient, RefreshToken, UserAccount, UserRole
 from tenet.iam.passwords import Passwords, password_problems
 from tenet.iam.permissions import DEFAULT_ROLES, Role, Scope
-from tenet.iam.principal import Principal, UserProfile
-from tenet.iam.schemas import ApiClientRead, TokenResponse
-from tenet.iam.tokens import AccessClaims, AccessTokens, digest, new_client_id, new_secret
+from tenet.iam.schemas import TokenResponse
+from tenet.iam.tokens import AccessTokens, digest, new_client_id, new_secret
 from tenet.kernel import audit, events
 from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean_email, normalize_email
-from tenet.kernel.pagination import PageParams, keyset_page
 from tenet.kernel.reads import Reads
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 
 USER_EMAIL_INDEX = "uq_user_account_email_live"
@@ -118,18 +120,13 @@ async def create_user(
     return user
 
 
-SIGN_IN_CANDIDATE_SQL = """
-    SELECT id, password_hash FROM iam.user_account WHERE email_normalized = %(email)s AND status = 'active'
-"""
-
-
 async def verify_password(reads: Reads, *, passwords: Passwords, email: str,
                           password: str) -> tuple[uuid.UUID, str | None]:
     """Check a password without holding a connection while argon2 runs: the hash is read in one statement
     (read path), then verified. Answers the account id and, when the stored hash's parameters are outdated,
     a new hash to store; InvalidCredentials otherwise. Unknown accounts are verified against a decoy hash,
     so both failures take the same time."""
-    row = await reads.one(SIGN_IN_CANDIDATE_SQL, {"email": normalize_email(email)})
+    row = await queries.sign_in_candidate(reads, email_normalized=normalize_email(email))
     stored = row["password_hash"] if row else None
     if not await passwords.verify(stored, password) or row is None:
         raise errors.InvalidCredentials()
@@ -153,15 +150,10 @@ async def record_sign_in(session: AsyncSession, *, user_id: uuid.UUID, new_hash:
     return user
 
 
-async def list_users(session: AsyncSession, *, params: PageParams) -> tuple[list[UserAccount], str | None]:
-    statement = select(UserAccount).where(UserAccount.status != "deleted")
-    return await keyset_page(session, statement, order_by=(UserAccount.created_at, UserAccount.id), params=params)
-
-
 async def _lock_administrators(session: AsyncSession) -> None:
     """Serialise every change that could remove the last Administrator on the role's row."""
-    await session.execute(text("SELECT 1 FROM iam.role WHERE name = :name FOR UPDATE"),
-                          {"name": Role.ADMINISTRATOR.value})
+    await (await statements(session)).execute("SELECT 1 FROM iam.role WHERE name = %(name)s FOR UPDATE",
+                                              {"name": Role.ADMINISTRATOR.value})
 
 
 async def _other_active_administrators(session: AsyncSession, user_id: uuid.UUID) -> int:
@@ -184,10 +176,7 @@ async def set_user_roles(session: AsyncSession, *, user_id: uuid.UUID, roles: It
     if (Role.ADMINISTRATOR.value in current and Role.ADMINISTRATOR.value not in wanted
             and user.status == "active" and await _other_active_administrators(session, user_id) == 0):
         raise errors.LastAdministrator()
-    await session.execute(
-        text("DELETE FROM iam.user_role WHERE user_id = :user_id AND NOT (role_name = ANY(:wanted))"),
-        {"user_id": user_id, "wanted": wanted},
-    )
+    await session.execute(delete(UserRole).where(UserRole.user_id == user_id, UserRole.role_name.not_in(wanted)))
     for role in wanted:
         if role not in current:
             session.add(UserRole(user_id=user_id, role_name=role, granted_at=now))
@@ -419,11 +408,6 @@ async def create_api_client(session: AsyncSession, *, name: str, scopes: Iterabl
     return client, secret
 
 
-async def list_api_clients(session: AsyncSession, *, params: PageParams) -> tuple[list[ApiClient], str | None]:
-    return await keyset_page(session, select(ApiClient), order_by=(ApiClient.created_at, ApiClient.id),
-                             params=params)
-
-
 async def revoke_api_client(session: AsyncSession, *, api_client_id: uuid.UUID, now: datetime,
                             actor: Actor) -> None:
     revoked = (await session.execute(
@@ -438,77 +422,10 @@ async def revoke_api_client(session: AsyncSession, *, api_client_id: uuid.UUID, 
                        now=now)
 
 
-CLIENT_CREDENTIALS_SQL = """
-    SELECT id, secret_digest, scopes FROM iam.api_client WHERE client_id = %(client_id)s AND revoked_at IS NULL
-"""
-
-
 async def authenticate_client(reads: Reads, *, client_id: str, client_secret: str) -> tuple[uuid.UUID, list[str]]:
     """The API client's id and scopes for its credentials (one statement on the read path)."""
-    client = await reads.one(CLIENT_CREDENTIALS_SQL, {"client_id": client_id})
+    client = await queries.client_credentials(reads, client_id=client_id)
     # Compare digests of high-entropy secrets: a timing difference reveals nothing usable.
     if client is None or client["secret_digest"] != digest(client_secret):
         raise errors.InvalidClient()
     return client["id"], list(client["scopes"])
-
-
-# --- principals --------------------------------------------------------------------------------------
-
-# One round trip per authenticated request, on the read path: the account (active, at the token's epoch,
-# its sign-in not revoked), its roles and their permission points, plus the few profile columns /auth/me
-# shows. bench/scenarios/auth_me.py runs this same statement as its baseline.
-USER_PRINCIPAL_SQL = """
-    SELECT u.id, u.email, u.display_name, u.status, u.created_at,
-           COALESCE(array_agg(DISTINCT ur.role_name) FILTER (WHERE ur.role_name IS NOT NULL), '{}') AS roles,
-           COALESCE(array_agg(DISTINCT rp.permission_name) FILTER (WHERE rp.permission_name IS NOT NULL), '{}')
-             AS permissions
-      FROM iam.user_account u
-      LEFT JOIN iam.user_role ur ON ur.user_id = u.id
-      LEFT JOIN iam.role_permission rp ON rp.role_name = ur.role_name
-     WHERE u.id = %(id)s AND u.status = 'active' AND u.token_epoch = %(epoch)s
-       AND NOT EXISTS (SELECT 1 FROM iam.refresh_token rt
-                        WHERE rt.family_id = %(family)s AND rt.revoked_at IS NOT NULL)
-     GROUP BY u.id
-"""
-CLIENT_PRINCIPAL_SQL = """
-    SELECT id, scopes, hotel_ids FROM iam.api_client WHERE id = %(id)s AND revoked_at IS NULL
-"""
-
-
-async def load_principal(reads: Reads, claims: AccessClaims) -> Principal | None:
-    """The caller behind verified token claims, in one round trip; None when the account or client is gone
-    (deleted, disabled, revoked) or the token predates a disable or a revoked sign-in, so such tokens stop
-    working at once."""
-    if claims.kind == "user":
-        row = await reads.one(USER_PRINCIPAL_SQL, {"id": claims.subject, "epoch": claims.epoch,
-                                                   "family": claims.family})
-        if row is None:
-            return None
-        return Principal(kind="user", id=row["id"], roles=frozenset(row["roles"]),
-                         permissions=frozenset(row["permissions"]),
-                         profile=UserProfile(email=row["email"], display_name=row["display_name"],
-                                             status=row["status"], created_at=row["created_at"]))
-    client = await reads.one(CLIENT_PRINCIPAL_SQL, {"id": claims.subject})
-    if client is None:
-        return None
-    return Principal(kind="client", id=client["id"], scopes=frozenset(client["scopes"]),
-                     hotel_ids=frozenset(client["hotel_ids"]))
-
-
-API_CLIENT_READ_SQL = """
-    SELECT id, client_id, name, scopes, hotel_ids, created_at, revoked_at FROM iam.api_client WHERE id = %(id)s
-"""
-
-
-async def read_api_client(reads: Reads, api_client_id: uuid.UUID) -> ApiClientRead:
-    row = await reads.one(API_CLIENT_READ_SQL, {"id": api_client_id})
-    if row is None:
-        raise errors.ApiClientNotFound()
-    return ApiClientRead.model_validate(row)
-
-
-async def get_api_client(session: AsyncSession, api_client_id: uuid.UUID) -> ApiClient:
-    client = await session.get(ApiClient, api_client_id)
-    if client is None:
-        raise errors.ApiClientNotFound()
-    return client

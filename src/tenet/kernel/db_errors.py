@@ -10,9 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenet.kernel.errors import DomainError
 
 
-def violated_constraint(exc: IntegrityError) -> str | None:
-    """The name of the constraint or unique index behind an IntegrityError, if PostgreSQL said."""
-    diag = getattr(exc.orig, "diag", None)
+def violated_constraint(exc: Exception) -> str | None:
+    """The name of the constraint or unique index behind an integrity error, if PostgreSQL said: SQLAlchemy's
+    IntegrityError (the ORM's flush) or psycopg's own (a statement of tenet.kernel.statements)."""
+    diag = getattr(exc, "diag", None) or getattr(getattr(exc, "orig", None), "diag", None)
     return getattr(diag, "constraint_name", None)
 
 

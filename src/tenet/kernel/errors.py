@@ -52,8 +52,9 @@ class DomainError(Exception):
     status: ClassVar[int] = 400
     code: ClassVar[StrEnum | str]
     title: ClassVar[str] = "Bad request"
-    # Set when detecting the error is itself a state change that must persist (see Database.unit_of_work).
-    commits_transaction: ClassVar[bool] = False
+    # Set when detecting the error is itself a state change that must persist (see Database.unit_of_work): on a
+    # class, or on one error by `kernel.refusals.refuse`.
+    commits_transaction: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

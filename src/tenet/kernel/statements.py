@@ -56,17 +56,18 @@ class Statements:
 
     async def ones(self, *queries: tuple[str, Params]) -> list[Row | None]:
         """Several statements sent together and answered in one round trip: the first row of each (None for
-        none), in order. PostgreSQL runs them one after the other, each with its own READ COMMITTED snapshot,
-        so a statement that waits for a lock delays the ones after it and they see what the lock's holder
-        committed: a lock and the reads it guards can share the trip. A failing statement raises its error
-        and the ones after it are not run. (The transaction's BEGIN, when this opens it, travels with them.)"""
+        none, and for a statement that answers no rows at all, like SAVEPOINT), in order. PostgreSQL runs them
+        one after the other, each with its own READ COMMITTED snapshot, so a statement that waits for a lock
+        delays the ones after it and they see what the lock's holder committed: a lock and the reads it guards
+        can share the trip. A failing statement raises its error and the ones after it are not run. (The
+        transaction's BEGIN, when this opens it, travels with them.)"""
         cursors: list[psycopg.AsyncCursor[Row]] = []
         try:
             async with self._connection.pipeline():
                 for sql, params in queries:
                     cursors.append(self._connection.cursor(row_factory=dict_row))
                     await cursors[-1].execute(sql, params)
-            return [await cursor.fetchone() for cursor in cursors]
+            return [await cursor.fetchone() if cursor.description is not None else None for cursor in cursors]
         finally:
             for cursor in cursors:
                 await cursor.close()

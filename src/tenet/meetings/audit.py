@@ -116,8 +116,3 @@ async def record(session: AsyncSession, *, action: Action, resource: Resource, r
         occurred_at=now, action=action.value, resource=resource.value, resource_id=str(resource_id),
         meeting_id=meeting_id, series_id=series_id, actor_type=actor_type, actor_id=actor_id,
         request_id=current_request_id(), changes=changes))
-
-
-def guest_actor(guest_id: uuid.UUID) -> Actor:
-    """A guest acts under their guest row's id (no account)."""
-    return Actor("guest", str(guest_id))  # type: ignore[arg-type]  # the kernel's Actor knows no guests

@@ -22,10 +22,13 @@ import io
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import segno
 
+from tenet.kernel.settings import KernelSettings, section
 from tenet.meetings import errors
+from tenet.meetings.settings import MeetingSettings
 
 MODES = ("online", "offline")
 CHECK_IN_PATH = "/meetingattendance/check-in/"
@@ -108,3 +111,14 @@ class CheckInCodes:
             raise errors.CheckInOfflineCodeRequired()
         if _OFFLINE_CODE.match(code) is None or not hmac.compare_digest(code, self.offline_code(meeting_id)):
             raise errors.CheckInOfflineCodeInvalid()
+
+
+def signer(app_state: Any) -> CheckInCodes:
+    """The process's signer, kept on the app's state (its key derivation runs once)."""
+    found: CheckInCodes | None = getattr(app_state, "meeting_check_in_codes", None)
+    if found is None:
+        settings = app_state.settings
+        found = CheckInCodes(section(settings, KernelSettings).signing_key(),
+                             section(settings, MeetingSettings).rotating_code_seconds)
+        app_state.meeting_check_in_codes = found
+    return found

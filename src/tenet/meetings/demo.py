@@ -30,10 +30,10 @@ async def load_demo(session: AsyncSession, *, manager_id: uuid.UUID, leader_id: 
     created_at = past_start - timedelta(days=1)
     attendees = [leader_id, employee_id]
     past, _ = await service.create_meeting(
-        session, actor_id=manager_id, fields={"title": TITLE, "location": "Room 1", "city": "Seattle",
+        session, principal_id=manager_id, fields={"title": TITLE, "location": "Room 1", "city": "Seattle",
                                               "start_time": past_start, "end_time": past_start + timedelta(hours=1)},
         attendee_ids=attendees, template_id=None, policy=policy, now=created_at)
-    await checkin.check_in_user(session, meeting_id=past.id, user_id=employee_id, mode="offline",
+    await checkin.check_in_user(session, meeting_id=past.id, principal_id=employee_id, mode="offline",
                                 device_id="demo-device-employee", code=codes.offline_code(past.id), now=past_start,
                                 codes=codes)
     await checkin.check_in_guest(session, meeting_id=past.id, guest=checkin.Guest.clean(
@@ -41,11 +41,11 @@ async def load_demo(session: AsyncSession, *, manager_id: uuid.UUID, leader_id: 
         device_id="demo-device-guest", code=codes.offline_code(past.id), now=past_start + timedelta(minutes=7),
         client_address=None, codes=codes)
     await attendances.record_attendance(session, meeting_id=past.id, user_id=leader_id, status="EXCUSED",
-                                        note="Customer visit", checked_in_at=None, actor_id=manager_id,
+                                        note="Customer visit", checked_in_at=None, principal_id=manager_id,
                                         now=past_start + timedelta(hours=2))
     upcoming_start = (now + timedelta(days=1)).replace(minute=0, second=0, microsecond=0)
     planning, _ = await service.create_meeting(
-        session, actor_id=manager_id, fields={"title": "Demo: planning", "online_link": "https://meet.example/plan",
+        session, principal_id=manager_id, fields={"title": "Demo: planning", "online_link": "https://meet.example/plan",
                                               "start_time": upcoming_start,
                                               "end_time": upcoming_start + timedelta(minutes=45)},
         attendee_ids=attendees, template_id=None, policy=policy, now=now)
@@ -65,16 +65,16 @@ async def load_demo(session: AsyncSession, *, manager_id: uuid.UUID, leader_id: 
                               principal=manager, now=now)
     first_day = (now - timedelta(weeks=3)).astimezone(UTC).date()
     weekly, meeting_ids, _ = await series.create_series(
-        session, actor_id=manager_id, fields={"title": "Demo: weekly team", "timezone": "UTC", "start_date": first_day,
-                                              "start_local_time": time(9, 0), "duration_minutes": 30,
-                                              "rrule": "FREQ=WEEKLY;COUNT=6", "organizer_id": leader_id,
-                                              "required_attendee_ids": attendees},
+        session, principal_id=manager_id,
+        fields={"title": "Demo: weekly team", "timezone": "UTC", "start_date": first_day,
+                "start_local_time": time(9, 0), "duration_minutes": 30, "rrule": "FREQ=WEEKLY;COUNT=6",
+                "organizer_id": leader_id, "required_attendee_ids": attendees},
         template_id=None, policy=policy, now=now - timedelta(weeks=4))
     occurrences = (await session.scalars(select(Meeting).where(Meeting.series_id == weekly.id).order_by(
         Meeting.start_time))).all()
     for index, occurrence in enumerate(o for o in occurrences if o.start_time < now):
         late = timedelta(minutes=8) if index % 2 else timedelta(0)
-        await checkin.check_in_user(session, meeting_id=occurrence.id, user_id=employee_id, mode="online",
+        await checkin.check_in_user(session, meeting_id=occurrence.id, principal_id=employee_id, mode="online",
                                     device_id="demo-device-employee", code=None, now=occurrence.start_time + late,
                                     codes=codes)
     return (f"created meetings {TITLE!r} (held: 1 present, 1 excused, 1 guest), 'Demo: planning' (tomorrow, with an "

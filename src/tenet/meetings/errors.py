@@ -82,17 +82,8 @@ class AttendeeNotFound(DomainError):
 
 
 class CheckInRefused(DomainError):
-    """A refused check-in: detecting it is itself recorded (the REFUSED scan, MA-INV-11), so the unit of
-    work commits before the error travels on."""
-
-    commits_transaction = True
-
-
-def recorded(error: DomainError) -> DomainError:
-    """`error` as a check-in refusal whose scan row must persist (MEETING_CANCELLED is shared with commands that
-    record nothing, so the flag is set on the instance)."""
-    error.commits_transaction = True  # type: ignore[misc]  # read with getattr by the unit of work
-    return error
+    """A refused check-in: its REFUSED scan is recorded and committed although the request fails (MA-INV-11,
+    tenet.kernel.refusals)."""
 
 
 class CheckInWindowNotOpen(CheckInRefused):

@@ -9,10 +9,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam.events import AccountDeleted, AccountRolesChanged
+from tenet.kernel.statements import statements
 from tenet.meetings import audit
 from tenet.meetings.agenda import attachments as agenda
 from tenet.meetings.audit import Action, Resource
@@ -22,17 +22,18 @@ MEETING_ROLES = {ADMINISTRATOR, MEETING_MANAGER, LEADER, EMPLOYEE}
 
 
 async def _account_deleted(session: AsyncSession, event: AccountDeleted) -> None:
-    removed = (await session.execute(text("""
+    sql = await statements(session)
+    removed = [row["meeting_id"] for row in await sql.all("""
         DELETE FROM meeting_attendance.meeting_required_attendees r
          USING meeting_attendance.meetings m
-         WHERE r.user_id = :user_id AND m.id = r.meeting_id AND m.status <> 'DELETED' AND m.start_time > :now
-        RETURNING r.meeting_id"""), {"user_id": event.user_id, "now": event.now})).scalars().all()
-    await session.execute(text("""
+         WHERE r.user_id = %(user_id)s AND m.id = r.meeting_id AND m.status <> 'DELETED' AND m.start_time > %(now)s
+        RETURNING r.meeting_id""", {"user_id": event.user_id, "now": event.now})]
+    await sql.execute("""
         DELETE FROM meeting_attendance.series_required_attendees r USING meeting_attendance.meeting_series s
-         WHERE r.user_id = :user_id AND s.id = r.series_id AND s.status = 'ACTIVE'"""), {"user_id": event.user_id})
-    await session.execute(text("""
+         WHERE r.user_id = %(user_id)s AND s.id = r.series_id AND s.status = 'ACTIVE'""", {"user_id": event.user_id})
+    await sql.execute("""
         DELETE FROM meeting_attendance.template_attendees a USING meeting_attendance.templates t
-         WHERE a.user_id = :user_id AND t.id = a.template_id AND t.status = 'ACTIVE'"""), {"user_id": event.user_id})
+         WHERE a.user_id = %(user_id)s AND t.id = a.template_id AND t.status = 'ACTIVE'""", {"user_id": event.user_id})
     # A deleted account holds no PENDING upload task (MA-INV-19; its uploads stay).
     await agenda.cancel_pending_tasks(session, assignee_id=event.user_id, actor=event.actor, actor_id=None,
                                       now=event.now, reason="account_deleted")

@@ -268,8 +268,8 @@ register(
                    "attendance that appeared without a scan (a script).",
     db=("ck_checkin_scans_refused_has_reason", "ck_checkin_scans_attendance_set", "ck_checkin_scans_outcome"),
     app="The accepted scan is written by the same statement as the attendance (a data-modifying CTE); refusals "
-        "write their scan and raise an error whose unit of work commits (commits_transaction). Requests the rate "
-        "limiter refused (429) are counted there, not here (D-19).",
+        "write their scan and raise an error whose unit of work commits the scan alone (kernel.refusals). Requests "
+        "the rate limiter refused (429) are counted there, not here (D-19).",
     error_code=None,
     concurrency="None: inserts only.",
     detector="""

@@ -1,4 +1,5 @@
-"""The meeting permission points (declared in this domain's `Domain`) and the written permission table.
+"""The meeting permission points (declared in this domain's `Domain`), the written permission table and the OpenAPI
+tag of the meeting routes (tenet.meetings.api), whose description is mostly that table.
 
 The points and their default grants are the ones identity seeded (migration 0419): moving them here
 changed no row of `iam.permission` / `iam.role_permission`. Routes check a point first (403
@@ -125,3 +126,15 @@ PERMISSION_TABLE = """\
 "Own" meetings are those the caller created, organizes, is a required attendee of, or checked in to. A
 meeting the caller may not see answers 404; a visible one the caller may not act on, 403
 `MEETING_ACTION_FORBIDDEN`."""
+
+TAG = "meeting attendance"
+TAG_DESCRIPTION = (
+    "Meetings, series, templates, QR check-in for users and guests, attendance corrections, reports and the "
+    "audit log (spec 001). Meeting ids are 32-character strings. Statuses SCHEDULED / IN_PROGRESS / COMPLETED "
+    "are read from the clock; CANCELLED is stored. Check-in is accepted inside `[start - opens, closes)`; a "
+    "check-in after start + grace is LATE. One live attendance per person and per device per meeting.\n\n"
+    "Routes check the permission point first (403 `PERMISSION_DENIED`), then who you are for the meeting: a "
+    "meeting you may not see answers 404, a visible one your role in it does not allow 403 "
+    "`MEETING_ACTION_FORBIDDEN`. The `/public` routes need no token.\n\n"
+    "**Who may do what**:\n\n" + PERMISSION_TABLE
+)

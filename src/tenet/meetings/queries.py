@@ -1,5 +1,7 @@
-"""Reads of meetings on the transaction-free read path (tenet.kernel.reads): one statement per answer, the
-caller's right to see the rows decided in the same statement (requireMeetingUser, spec §权限矩阵).
+"""Reads of meetings, series, templates, attendances, scans and the audit log: one statement per answer, the caller's
+right to see the rows decided in the same statement (requireMeetingUser, spec §权限矩阵). Each takes a `Runner` first:
+the read path for a GET, the unit of work's statements for the command that answers the same body right after its
+change (a POST and the GET of the same thing answer the same body by construction).
 
 Who the caller is for a meeting (`identity`, first match wins): `manager` (system role Administrator or
 MeetingManager), `creator`, `organizer`, `attendee` (required), `external` (a signed-in walk-in with a live
@@ -16,7 +18,7 @@ from typing import Any
 from tenet.iam.principal import Principal
 from tenet.kernel.http import API_PREFIX
 from tenet.kernel.pagination import PageParams, SqlKeyset
-from tenet.kernel.reads import Reads, Row
+from tenet.kernel.reads import Row, Runner
 from tenet.meetings import codes, errors, times
 from tenet.meetings.codes import CheckInCodes
 from tenet.meetings.models import MEETING_ID_PATTERN
@@ -115,7 +117,7 @@ def code_refs(meeting_id: str, generated_at: datetime, base_url: str, *, offline
                    "generated_at": generated_at} for mode in codes.MODES}
 
 
-async def meeting(reads: Reads, *, meeting_id: str, principal: Principal, now: datetime, base_url: str,
+async def meeting(reads: Runner, *, meeting_id: str, principal: Principal, now: datetime, base_url: str,
                   signer: CheckInCodes) -> dict[str, Any]:
     """The MeetingRead of one meeting, with what the caller's identity may see; for an external attendee the
     restricted view (MeetingExternalRead, `view: restricted`)."""
@@ -179,7 +181,7 @@ def _my_attendance(row: Row) -> dict[str, Any] | None:
             "checked_in_at": row["my_checked_in_at"]}
 
 
-async def public_meeting(reads: Reads, *, meeting_id: str, now: datetime) -> dict[str, Any]:
+async def public_meeting(reads: Runner, *, meeting_id: str, now: datetime) -> dict[str, Any]:
     row = await reads.one(PUBLIC_SQL, {"id": valid_meeting_id(meeting_id)})
     if row is None:
         raise errors.MeetingNotFound()
@@ -239,7 +241,7 @@ def summary_row(row: Row, principal: Principal, now: datetime) -> dict[str, Any]
             "my_identity": who.value if who else "none"}
 
 
-async def meetings(reads: Reads, *, principal: Principal, scope: str, start: datetime | None, end: datetime | None,
+async def meetings(reads: Runner, *, principal: Principal, scope: str, start: datetime | None, end: datetime | None,
                    status: str | None, series_id: uuid.UUID | None, page: PageParams,
                    now: datetime) -> tuple[list[dict[str, Any]], str | None]:
     """Meetings by start time (keyset). Managers may ask for all; everyone else sees their own."""
@@ -278,7 +280,7 @@ ATTENDEES_SQL = """
 """
 
 
-async def required_attendees(reads: Reads, *, meeting_id: str, principal: Principal,
+async def required_attendees(reads: Runner, *, meeting_id: str, principal: Principal,
                              page: PageParams) -> tuple[list[dict[str, Any]], str | None]:
     after, params = ATTENDEES_KEYSET.after(page)
     sql = ATTENDEES_SQL.format(meeting=MEETING_SQL, after=after, order=ATTENDEES_KEYSET.order_by)
@@ -301,7 +303,7 @@ CODE_SQL = """
 """
 
 
-async def qr_code(reads: Reads, *, meeting_id: str, mode: str, principal: Principal) -> Row:
+async def qr_code(reads: Runner, *, meeting_id: str, mode: str, principal: Principal) -> Row:
     """The stored code of one mode (managers, the creator and the organizer: they run the room, D-06)."""
     row = await reads.one(CODE_SQL.format(meeting=MEETING_SQL), {"id": valid_meeting_id(meeting_id),
                                                                   "caller": principal.id, "mode": mode})
@@ -310,3 +312,211 @@ async def qr_code(reads: Reads, *, meeting_id: str, mode: str, principal: Princi
     if row["payload"] is None:
         raise errors.MeetingNotFound()
     return row
+
+
+# --- series and templates --------------------------------------------------------------------------------
+
+SERIES_COLUMNS = """s.id, s.title, s.description, s.location, s.online_link, s.city, s.timezone, s.rrule, s.start_date,
+       s.start_local_time, s.duration_minutes, s.exdates, s.organizer_id, s.late_grace_minutes,
+       s.checkin_opens_minutes_before, s.rotating_online_code, s.offline_checkin_enabled, s.template_id, s.status,
+       s.created_by_id, s.created_at, s.updated_at, s.version,
+       ARRAY(SELECT user_id FROM meeting_attendance.series_required_attendees r WHERE r.series_id = s.id
+             ORDER BY user_id) AS required_attendee_ids"""
+SERIES_SQL = f"""
+    SELECT {SERIES_COLUMNS},
+           (SELECT coalesce(json_agg(json_build_object('meeting_id', m.id, 'occurrence_date', m.series_occurrence_date,
+                                                       'start_time', m.start_time, 'end_time', m.end_time,
+                                                       'status', m.status, 'is_exception', m.is_exception)
+                                     ORDER BY m.series_occurrence_date), '[]')
+              FROM meeting_attendance.meetings m WHERE m.series_id = s.id AND m.status <> 'DELETED') AS occurrences
+      FROM meeting_attendance.meeting_series s WHERE s.id = %(id)s AND s.status = 'ACTIVE'
+"""  # noqa: S608  (constants of this module)
+SERIES_KEYSET = SqlKeyset(("s.created_at", "s.id"), (datetime, uuid.UUID))
+SERIES_LIST_SQL = f"""
+    SELECT {SERIES_COLUMNS} FROM meeting_attendance.meeting_series s
+     WHERE s.status = 'ACTIVE' AND {{scope}} AND {{after}} ORDER BY {{order}} LIMIT %(limit)s
+"""  # noqa: S608  (constants of this module)
+
+
+def _occurrences(row: Row, now: datetime) -> list[dict[str, Any]]:
+    found = []
+    for item in row["occurrences"]:
+        start, end = datetime.fromisoformat(item["start_time"]), datetime.fromisoformat(item["end_time"])
+        found.append({"meeting_id": item["meeting_id"], "occurrence_date": item["occurrence_date"],
+                      "start_time": start, "is_exception": item["is_exception"],
+                      "status": times.clock_status(item["status"], start, end, now)})
+    return found
+
+
+async def series(reads: Runner, *, series_id: uuid.UUID, principal: Principal, now: datetime) -> dict[str, Any]:
+    """A series with its occurrences (SeriesRead). Managers see every series, others only the ones they organize
+    (a Leader's team meeting); 404 otherwise."""
+    row = await reads.one(SERIES_SQL, {"id": series_id})
+    if row is None or not (is_manager(principal) or row["organizer_id"] == principal.id):
+        raise errors.SeriesNotFound()
+    return {**row, "occurrences": _occurrences(row, now)}
+
+
+async def series_page(reads: Runner, *, principal: Principal, page: PageParams) -> tuple[list[Row], str | None]:
+    """Series by creation (managers: all; others: the ones they organize)."""
+    after, after_params = SERIES_KEYSET.after(page)
+    scope = "TRUE" if is_manager(principal) else "s.organizer_id = %(caller)s"
+    rows = await reads.all(SERIES_LIST_SQL.format(scope=scope, after=after, order=SERIES_KEYSET.order_by),
+                           {"caller": principal.id, "limit": SERIES_KEYSET.fetch_limit(page), **after_params})
+    return SERIES_KEYSET.page(rows, page, key=lambda r: (r["created_at"], r["id"]))
+
+
+TEMPLATE_COLUMNS = """t.id, t.label, t.title, t.description, t.location, t.online_link, t.city, t.timezone,
+       t.duration_minutes, t.late_grace_minutes, t.checkin_opens_minutes_before, t.rotating_online_code,
+       t.offline_checkin_enabled, t.created_by_id, t.created_at, t.updated_at, t.version,
+       ARRAY(SELECT user_id FROM meeting_attendance.template_attendees a WHERE a.template_id = t.id
+             ORDER BY user_id) AS attendee_user_ids"""
+TEMPLATE_SQL = f"""
+    SELECT {TEMPLATE_COLUMNS} FROM meeting_attendance.templates t WHERE t.id = %(id)s AND t.status = 'ACTIVE'
+"""  # noqa: S608  (constants of this module)
+TEMPLATE_KEYSET = SqlKeyset(("lower(t.label)", "t.id"), (str, uuid.UUID))
+TEMPLATE_LIST_SQL = f"""
+    SELECT {TEMPLATE_COLUMNS}, lower(t.label) AS sort_label FROM meeting_attendance.templates t
+     WHERE t.status = 'ACTIVE' AND {{after}} ORDER BY {{order}} LIMIT %(limit)s
+"""  # noqa: S608  (constants of this module)
+
+
+async def template(reads: Runner, *, template_id: uuid.UUID) -> Row:
+    row = await reads.one(TEMPLATE_SQL, {"id": template_id})
+    if row is None:
+        raise errors.TemplateNotFound()
+    return row
+
+
+async def templates(reads: Runner, *, page: PageParams) -> tuple[list[Row], str | None]:
+    """Live templates by label."""
+    after, after_params = TEMPLATE_KEYSET.after(page)
+    rows = await reads.all(TEMPLATE_LIST_SQL.format(after=after, order=TEMPLATE_KEYSET.order_by),
+                           {"limit": TEMPLATE_KEYSET.fetch_limit(page), **after_params})
+    return TEMPLATE_KEYSET.page(rows, page, key=lambda r: (r["sort_label"], r["id"]))
+
+
+# --- attendances and scans ---------------------------------------------------------------------------
+
+ATTENDANCES_KEYSET = SqlKeyset(("grp", "sort_name", "sort_key"), (int, str, str))
+ATTENDANCES_SQL = """
+    WITH caller AS ({meeting}),
+    listed AS (
+        SELECT 0 AS grp, u.display_name AS sort_name, r.user_id::text AS sort_key, a.id, 'USER' AS subject_type,
+               r.user_id, NULL::uuid AS guest_id, u.display_name, u.email, NULL AS organization, true AS required,
+               coalesce(a.status, 'ABSENT') AS status, a.status_source, a.mode, a.checked_in_at, a.version
+          FROM meeting_attendance.meeting_required_attendees r
+          JOIN iam.user_account u ON u.id = r.user_id
+          LEFT JOIN meeting_attendance.attendances a
+                 ON a.meeting_id = r.meeting_id AND a.user_id = r.user_id AND a.status <> 'VOIDED'
+         WHERE r.meeting_id = %(id)s
+        UNION ALL
+        SELECT 1, u.display_name, a.user_id::text, a.id, 'USER', a.user_id, NULL, u.display_name, u.email, NULL,
+               false, a.status, a.status_source, a.mode, a.checked_in_at, a.version
+          FROM meeting_attendance.attendances a
+          JOIN iam.user_account u ON u.id = a.user_id
+         WHERE a.meeting_id = %(id)s AND a.status <> 'VOIDED'
+           AND NOT EXISTS (SELECT 1 FROM meeting_attendance.meeting_required_attendees r
+                            WHERE r.meeting_id = a.meeting_id AND r.user_id = a.user_id)
+        UNION ALL
+        SELECT 2, coalesce(g.name, ''), g.id::text, a.id, 'GUEST', NULL, g.id, g.name, g.email, g.organization,
+               false, a.status, a.status_source, a.mode, a.checked_in_at, a.version
+          FROM meeting_attendance.attendances a
+          JOIN meeting_attendance.guests g ON g.id = a.guest_id
+         WHERE a.meeting_id = %(id)s AND a.status <> 'VOIDED'),
+    page AS (
+        SELECT listed.*, (SELECT c.note FROM meeting_attendance.attendance_corrections c
+                           WHERE c.attendance_id = listed.id ORDER BY c.occurred_at DESC, c.id LIMIT 1) AS note
+          FROM listed
+         WHERE {filters} AND {after} AND EXISTS (SELECT 1 FROM caller)
+         ORDER BY {order} LIMIT %(limit)s)
+    SELECT caller.id AS meeting_row, caller.created_by_id, caller.organizer_id, caller.is_required,
+           caller.my_attendance_id, page.*
+      FROM caller LEFT JOIN page ON TRUE ORDER BY page.grp, page.sort_name, page.sort_key
+"""
+
+
+async def attendances(reads: Runner, *, meeting_id: str, principal: Principal, status: str | None,
+                      subject_type: str | None, page: PageParams,
+                      attendance_id: uuid.UUID | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """Required attendees (ABSENT when they have no live attendance), then walk-ins, then guests."""
+    filters: list[str] = ["TRUE"]
+    params: dict[str, object] = {}
+    if attendance_id is not None:
+        filters.append("listed.id = %(attendance_id)s")
+        params["attendance_id"] = attendance_id
+    if status is not None:
+        filters.append("listed.status = %(status)s")
+        params["status"] = status
+    if subject_type is not None:
+        filters.append("listed.subject_type = %(subject_type)s")
+        params["subject_type"] = subject_type
+    after, after_params = ATTENDANCES_KEYSET.after(page)
+    sql = ATTENDANCES_SQL.format(meeting=MEETING_SQL, filters=" AND ".join(filters), after=after,
+                                 order=ATTENDANCES_KEYSET.order_by)
+    rows = await reads.all(sql, {"id": valid_meeting_id(meeting_id), "caller": principal.id,
+                                 "limit": ATTENDANCES_KEYSET.fetch_limit(page), **params, **after_params})
+    require(rows[0] if rows else None, principal, Action.LIST_ATTENDANCES)
+    found = [r for r in rows if r["grp"] is not None]
+    items, cursor = ATTENDANCES_KEYSET.page(found, page, key=lambda r: (r["grp"], r["sort_name"], r["sort_key"]))
+    return [{**r, "meeting_id": meeting_id} for r in items], cursor
+
+
+SCANS_KEYSET = SqlKeyset(("s.id",), (int,), descending=True)
+SCANS_SQL = """
+    WITH caller AS ({meeting}),
+    page AS (
+        SELECT s.id, s.occurred_at, s.channel, s.mode, s.user_id, s.guest_id, s.attendance_id, s.outcome, s.reason
+          FROM meeting_attendance.checkin_scans s
+         WHERE s.meeting_id = %(id)s AND {filters} AND {after} AND EXISTS (SELECT 1 FROM caller)
+         ORDER BY {order} LIMIT %(limit)s)
+    SELECT caller.id AS meeting_row, caller.created_by_id, caller.organizer_id, caller.is_required,
+           caller.my_attendance_id, page.id AS scan_id, page.*
+      FROM caller LEFT JOIN page ON TRUE ORDER BY page.id DESC
+"""
+
+
+async def scans(reads: Runner, *, meeting_id: str, principal: Principal, outcome: str | None,
+                page: PageParams) -> tuple[list[dict[str, Any]], str | None]:
+    """Every scan of a meeting, newest first (device ids and addresses are not shown)."""
+    filters, params = "TRUE", {}
+    if outcome is not None:
+        filters, params = "s.outcome = %(outcome)s", {"outcome": outcome}
+    after, after_params = SCANS_KEYSET.after(page)
+    sql = SCANS_SQL.format(meeting=MEETING_SQL, filters=filters, after=after, order=SCANS_KEYSET.order_by)
+    rows = await reads.all(sql, {"id": valid_meeting_id(meeting_id), "caller": principal.id,
+                                 "limit": SCANS_KEYSET.fetch_limit(page), **params, **after_params})
+    require(rows[0] if rows else None, principal, Action.LIST_ATTENDANCES)
+    found = [r for r in rows if r["scan_id"] is not None]
+    items, cursor = SCANS_KEYSET.page(found, page, key=lambda r: (r["scan_id"],))
+    return items, cursor
+
+
+# --- the audit log ---------------------------------------------------------------------------------------
+
+AUDIT_KEYSET = SqlKeyset(("l.id",), (int,), descending=True)
+AUDIT_SQL = """
+    SELECT l.id, l.occurred_at, l.action, l.resource, l.resource_id, l.meeting_id, l.series_id, l.actor_type,
+           l.actor_id, l.request_id, l.changes
+      FROM meeting_attendance.audit_logs l
+     WHERE {filters} AND {after} ORDER BY {order} LIMIT %(limit)s
+"""
+_AUDIT_FILTERS = {
+    "resource": "l.resource = %(resource)s",
+    "action": "l.action = %(action)s",
+    "meeting_id": "l.meeting_id = %(meeting_id)s",
+    "series_id": "l.series_id = %(series_id)s",
+    "actor_id": "l.actor_id = %(actor_id)s",
+    "from": "l.occurred_at >= %(from)s",
+    "to": "l.occurred_at < %(to)s",
+}
+
+
+async def audit_logs(reads: Runner, *, filters: dict[str, Any], page: PageParams) -> tuple[list[Row], str | None]:
+    """The audit log, newest first; `filters` names the values to match (keys of `_AUDIT_FILTERS`, None: any)."""
+    given = {name: value for name, value in filters.items() if value is not None}
+    clauses = ["TRUE", *(_AUDIT_FILTERS[name] for name in given)]
+    after, after_params = AUDIT_KEYSET.after(page)
+    rows = await reads.all(AUDIT_SQL.format(filters=" AND ".join(clauses), after=after, order=AUDIT_KEYSET.order_by),
+                           {**given, **after_params, "limit": AUDIT_KEYSET.fetch_limit(page)})
+    return AUDIT_KEYSET.page(rows, page, key=lambda r: (r["id"],))

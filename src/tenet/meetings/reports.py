@@ -7,7 +7,8 @@ Definitions (D-26; the tests' hand-computed fixtures follow them exactly):
 - attendance_rate = (present + late) / (expected - excused), on_time_rate = present / (expected - excused),
   null when the denominator is 0, rounded to 4 decimals;
 - series and range reports count only ACTIVE meetings that have started (a future meeting would count everyone
-  absent); a single meeting's report may be of any non-deleted meeting.
+  absent); a single meeting's report may be of any non-deleted meeting. A series report also lists the series'
+  required attendees no counted meeting expected yet (before the first one: all of them), with zero counts.
 Each report is one SQL statement, so its figures come from one snapshot on the read path.
 """
 
@@ -27,7 +28,7 @@ from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from tenet.iam.principal import Principal
 from tenet.kernel.pagination import PageParams
 from tenet.kernel.reads import Reads
-from tenet.meetings import attendances, errors, queries, times
+from tenet.meetings import errors, queries, times
 from tenet.meetings.permissions import Action
 
 FIGURES = ("expected", "present", "late", "excused", "absent", "guests", "walk_ins")
@@ -68,10 +69,17 @@ SERIES_SQL = f"""
                 WHERE id = %(series_id)s AND status = 'ACTIVE'),
     m AS (SELECT m.id, m.title, m.start_time, m.timezone FROM meeting_attendance.meetings m JOIN s ON s.id = m.series_id
            WHERE m.status = 'ACTIVE' AND m.start_time <= %(now)s),
-    {_PER_MEETING}, {_PER_USER}
+    {_PER_MEETING}, {_PER_USER},
+    -- Who the series expects and no counted meeting did yet (before the first one: everyone), with zeros.
+    expected_rows AS (
+        SELECT e.user_id, u.display_name, 0 AS expected, 0 AS present, 0 AS late, 0 AS excused
+          FROM meeting_attendance.series_required_attendees e JOIN s ON s.id = e.series_id
+          JOIN iam.user_account u ON u.id = e.user_id
+         WHERE NOT EXISTS (SELECT 1 FROM user_rows x WHERE x.user_id = e.user_id))
     SELECT 'series' AS kind, to_jsonb(s) AS body FROM s
     UNION ALL SELECT 'meeting', to_jsonb(meeting_rows) FROM meeting_rows
     UNION ALL SELECT 'user', to_jsonb(user_rows) FROM user_rows
+    UNION ALL SELECT 'user', to_jsonb(expected_rows) FROM expected_rows
 """  # noqa: S608  (constants of this module)
 
 RANGE_SQL = f"""
@@ -118,8 +126,8 @@ async def meeting_report(reads: Reads, *, meeting_id: str, principal: Principal,
     cursor: str | None = None
     listed: list[dict[str, object]] = []
     while True:
-        rows, cursor = await attendances.attendances(reads, meeting_id=meeting_id, principal=principal, status=None,
-                                                     subject_type=None, page=PageParams(limit=200, cursor=cursor))
+        rows, cursor = await queries.attendances(reads, meeting_id=meeting_id, principal=principal, status=None,
+                                                 subject_type=None, page=PageParams(limit=200, cursor=cursor))
         listed += rows
         if cursor is None:
             break

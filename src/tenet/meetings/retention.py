@@ -10,31 +10,31 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.kernel.statements import statements
 from tenet.meetings import audit
 from tenet.meetings.audit import Action, Resource
 
 BATCH = 500
 
-_PICK = text("""
+_PICK = """
     SELECT g.id, g.meeting_id FROM meeting_attendance.guests g
       JOIN meeting_attendance.meetings m ON m.id = g.meeting_id
-     WHERE g.erased_at IS NULL AND m.end_time < :cutoff
-     ORDER BY g.id LIMIT :limit
+     WHERE g.erased_at IS NULL AND m.end_time < %(cutoff)s
+     ORDER BY g.id LIMIT %(limit)s
        FOR UPDATE OF g SKIP LOCKED
-""")
+"""
 _ERASE = [
-    text("UPDATE meeting_attendance.guests SET name = NULL, email = NULL, phone = NULL, organization = NULL, "
-         "identity_digest = NULL, erased_at = :now WHERE id = ANY(:ids)"),
-    text("UPDATE meeting_attendance.checkin_scans SET device_id = NULL, client_address = NULL, erased_at = :now "
-         "WHERE guest_id = ANY(:ids) AND erased_at IS NULL"),
-    text("UPDATE meeting_attendance.attendances SET device_id = NULL WHERE guest_id = ANY(:ids) "
-         "AND device_id IS NOT NULL"),
-    text("UPDATE meeting_attendance.attendance_corrections c SET note = NULL, erased_at = :now "
-         "FROM meeting_attendance.attendances a WHERE a.id = c.attendance_id AND a.guest_id = ANY(:ids) "
-         "AND c.erased_at IS NULL"),
+    ("UPDATE meeting_attendance.guests SET name = NULL, email = NULL, phone = NULL, organization = NULL, "
+     "identity_digest = NULL, erased_at = %(now)s WHERE id = ANY(%(ids)s)"),
+    ("UPDATE meeting_attendance.checkin_scans SET device_id = NULL, client_address = NULL, erased_at = %(now)s "
+     "WHERE guest_id = ANY(%(ids)s) AND erased_at IS NULL"),
+    ("UPDATE meeting_attendance.attendances SET device_id = NULL WHERE guest_id = ANY(%(ids)s) "
+     "AND device_id IS NOT NULL"),
+    ("UPDATE meeting_attendance.attendance_corrections c SET note = NULL, erased_at = %(now)s "
+     "FROM meeting_attendance.attendances a WHERE a.id = c.attendance_id AND a.guest_id = ANY(%(ids)s) "
+     "AND c.erased_at IS NULL"),
 ]
 
 
@@ -42,15 +42,16 @@ async def erase_guest_data(session: AsyncSession, *, now: datetime, retention_da
                            limit: int = BATCH) -> int:
     """Erase up to `limit` guests of meetings that ended before the cutoff; answers how many. Locks the guest rows
     SKIP LOCKED, so two runs never erase the same guest and never wait for each other."""
-    rows = (await session.execute(_PICK, {"cutoff": now - timedelta(days=retention_days), "limit": limit})).all()
+    sql = await statements(session)
+    rows = await sql.all(_PICK, {"cutoff": now - timedelta(days=retention_days), "limit": limit})
     if not rows:
         return 0
-    ids = [row.id for row in rows]
+    ids = [row["id"] for row in rows]
     for statement in _ERASE:
-        await session.execute(statement, {"ids": ids, "now": now})
+        await sql.execute(statement, {"ids": ids, "now": now})
     per_meeting: dict[str, int] = {}
     for row in rows:
-        per_meeting[row.meeting_id] = per_meeting.get(row.meeting_id, 0) + 1
+        per_meeting[row["meeting_id"]] = per_meeting.get(row["meeting_id"], 0) + 1
     for meeting_id, count in sorted(per_meeting.items()):
         await audit.record(session, action=Action.GUEST_DATA_ERASED, resource=Resource.GUEST, resource_id=meeting_id,
                            meeting_id=meeting_id, now=now, actor=None, after={"guests": count},

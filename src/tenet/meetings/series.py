@@ -1,4 +1,6 @@
-"""Series (RFC 5545 recurrence, materialised and bounded: D-21) and templates.
+"""Series commands: create, change, reschedule and delete a series (RFC 5545 recurrence, materialised and bounded:
+D-21) with its occurrences. Each runs in the caller's unit of work and never commits (templates:
+tenet.meetings.templates).
 
 A series generates its occurrences as ordinary meetings, so every meeting rule holds for them without special
 cases. An occurrence is known by its date (RECURRENCE-ID as a local date in the series' zone), never by its
@@ -12,18 +14,20 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from functools import partial
 from typing import Any
 
 import anyio
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel import recurrence
 from tenet.kernel.audit import Actor
 from tenet.kernel.errors import PreconditionFailed
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import lock_rows, transition
 from tenet.meetings import audit, errors, lifecycles, service, times
 from tenet.meetings.audit import Action, Resource
@@ -33,7 +37,6 @@ from tenet.meetings.models import (
     MeetingSeries,
     SeriesRequiredAttendee,
     Template,
-    TemplateAttendee,
 )
 
 _PART = re.compile(r"^[A-Z]+=[A-Za-z0-9,:+-]+\Z")
@@ -41,8 +44,17 @@ _UNTIL = re.compile(r"^(\d{8})(T(\d{6})(Z?))?\Z")
 MAX_YEARS = 3
 SERIES_FIELDS = ("title", "description", "location", "online_link", "city", "organizer_id", "late_grace_minutes",
                  "checkin_opens_minutes_before", "rotating_online_code", "offline_checkin_enabled")
-# Fields an occurrence takes from its series (the ones series-wide edits reach).
-OCCURRENCE_FIELDS = tuple(f for f in SERIES_FIELDS)
+# Fields an occurrence takes from its series (the ones series-wide edits reach): all of them.
+OCCURRENCE_FIELDS = SERIES_FIELDS
+# A reschedule moves many occurrences in one statement, each to its own times.
+_MOVE = """
+    UPDATE meeting_attendance.meetings m
+       SET start_time = v.s, end_time = v.e, checkin_closes_at = v.c, schedule_changed_at = %(now)s,
+           updated_at = %(now)s, version = m.version + 1
+      FROM unnest(CAST(%(ids)s AS varchar[]), CAST(%(starts)s AS timestamptz[]), CAST(%(ends)s AS timestamptz[]),
+                  CAST(%(closes)s AS timestamptz[])) AS v(id, s, e, c)
+     WHERE m.id = v.id
+"""
 
 
 def _parts(rule: str) -> dict[str, str]:
@@ -170,12 +182,12 @@ async def _generate(session: AsyncSession, series: MeetingSeries, days: Iterable
     created = list((await session.scalars(
         pg_insert(Meeting).values(rows).on_conflict_do_nothing(
             index_elements=[Meeting.series_id, Meeting.series_occurrence_date],
-            index_where=text("series_id IS NOT NULL")).returning(Meeting.id))).all())
+            index_where=Meeting.series_id.is_not(None)).returning(Meeting.id))).all())
     if created and attendees:
-        await session.execute(text(
+        await (await statements(session)).execute(
             "INSERT INTO meeting_attendance.meeting_required_attendees (meeting_id, user_id, added_at) "
-            "SELECT m, u, :now FROM unnest(CAST(:meetings AS varchar[])) m "
-            "CROSS JOIN unnest(CAST(:users AS uuid[])) u"),
+            "SELECT m, u, %(now)s FROM unnest(CAST(%(meetings)s AS varchar[])) m "
+            "CROSS JOIN unnest(CAST(%(users)s AS uuid[])) u",
             {"meetings": created, "users": attendees, "now": now})
     await service.store_codes(session, created, base_url=base_url, now=now, actor_id=actor_id)
     return created
@@ -189,7 +201,7 @@ def _fill_from_template(values: dict[str, Any], template: Template) -> None:
             values[name] = getattr(template, name)
 
 
-async def create_series(session: AsyncSession, *, actor_id: uuid.UUID, fields: Mapping[str, Any],
+async def create_series(session: AsyncSession, *, principal_id: uuid.UUID, fields: Mapping[str, Any],
                         template_id: uuid.UUID | None, policy: service.MeetingPolicy,
                         now: datetime) -> tuple[MeetingSeries, list[str], list[uuid.UUID]]:
     """A series and all its occurrences, with attendees and codes, in one transaction. Answers the series, the
@@ -210,7 +222,7 @@ async def create_series(session: AsyncSession, *, actor_id: uuid.UUID, fields: M
     days = [d for d in await _dates_off_loop(rule, values["start_date"], zone_name,
                                              limit=policy.series_max_occurrences) if d not in exdates]
     check_span(days, values["start_local_time"], zone_name, 0, values["duration_minutes"])
-    organizer_id = values.get("organizer_id") or actor_id
+    organizer_id = values.get("organizer_id") or principal_id
     await service.require_users(session, explicit | {organizer_id})
     kept, skipped = await service.active_only(session, set(from_template) - explicit)
     attendees = sorted(explicit | set(kept))
@@ -225,16 +237,16 @@ async def create_series(session: AsyncSession, *, actor_id: uuid.UUID, fields: M
         checkin_opens_minutes_before=policy.checkin_opens_minutes if opens is None else opens,
         rotating_online_code=bool(values.get("rotating_online_code") or False),
         offline_checkin_enabled=values.get("offline_checkin_enabled") is not False, template_id=template_id,
-        status="ACTIVE", created_by_id=actor_id, created_at=now, updated_at=now, version=1)
+        status="ACTIVE", created_by_id=principal_id, created_at=now, updated_at=now, version=1)
     session.add(series)
     await session.flush()
     if attendees:
         await session.execute(pg_insert(SeriesRequiredAttendee).values(
-            [{"series_id": series.id, "user_id": u, "added_at": now, "added_by_id": actor_id} for u in attendees]))
+            [{"series_id": series.id, "user_id": u, "added_at": now, "added_by_id": principal_id} for u in attendees]))
     created = await _generate(session, series, days, attendees, base_url=policy.public_base_url, now=now,
-                              actor_id=actor_id)
+                              actor_id=principal_id)
     await audit.record(session, action=Action.SERIES_CREATED, resource=Resource.SERIES, resource_id=series.id,
-                       series_id=series.id, now=now, actor=Actor.user(actor_id),
+                       series_id=series.id, now=now, actor=Actor.user(principal_id),
                        after={"rrule": rule, "occurrences": len(created), "required_attendees": len(attendees)})
     return series, created, skipped
 
@@ -264,16 +276,24 @@ async def _future_occurrences(session: AsyncSession, series_id: uuid.UUID, now: 
         Meeting.series_occurrence_date).execution_options(populate_existing=True))).all())
 
 
-async def update_series(session: AsyncSession, *, series_id: uuid.UUID, actor_id: uuid.UUID,
-                        changes: Mapping[str, Any], apply_to_exceptions: bool, expected_version: int | None,
-                        policy: service.MeetingPolicy, now: datetime) -> tuple[MeetingSeries, list[str], list[str],
-                                                                               list[str]]:
-    """Series-wide edit: fields and attendees reach its future occurrences (not those edited alone unless
-    asked); a new COUNT / UNTIL extends (new dates generated) or truncates (future dates beyond it deleted).
-    Answers (series, created, updated, deleted meeting ids)."""
-    values = {k: v for k, v in changes.items()}
-    attendees = values.pop("required_attendee_ids", None)
-    new_rule = values.pop("rrule", None)
+_REQUIRED = ("title", "organizer_id", "late_grace_minutes", "checkin_opens_minutes_before", "rotating_online_code",
+             "offline_checkin_enabled")
+
+
+@dataclass
+class _Edit:
+    """What a series-wide edit did to the occurrences: the meetings it created, changed and deleted."""
+
+    created: list[str] = field(default_factory=list)
+    updated: set[str] = field(default_factory=set)
+    deleted: list[str] = field(default_factory=list)
+
+
+async def _lock_for_edit(session: AsyncSession, series_id: uuid.UUID, values: Mapping[str, Any],
+                         attendees: list[uuid.UUID] | None, new_rule: str | None,
+                         expected_version: int | None) -> tuple[MeetingSeries, str | None]:
+    """Accounts first, then the series (lock order); the checks of the edit. Answers the series and its new rule
+    (normalised), if any."""
     if attendees is not None:
         await service.require_users(session, attendees)
     if values.get("organizer_id") is not None:
@@ -281,71 +301,108 @@ async def update_series(session: AsyncSession, *, series_id: uuid.UUID, actor_id
     series = await lock_series(session, series_id)
     if expected_version is not None and series.version != expected_version:
         raise PreconditionFailed(current_version=series.version)
-    for required in ("title", "organizer_id", "late_grace_minutes", "checkin_opens_minutes_before",
-                     "rotating_online_code", "offline_checkin_enabled"):
+    for required in _REQUIRED:
         if required in values and values[required] is None:
             raise errors.MeetingTimeInvalid(f"{required} cannot be cleared", reason="required_field")
     if new_rule is not None:
         if _pattern(new_rule) != _pattern(series.rrule):
             raise errors.RecurrenceChangeUnsupported()
         new_rule = normalise_rule(new_rule)
-    meetings = await _future_occurrences(session, series_id, now, include_exceptions=apply_to_exceptions)
-    updated: set[str] = set()
+    return series, new_rule
+
+
+async def _update_fields(session: AsyncSession, meetings: list[Meeting], values: Mapping[str, Any], now: datetime,
+                         edit: _Edit) -> None:
+    """The series' fields onto its future occurrences (one statement)."""
     field_values = {k: v for k, v in values.items() if k in OCCURRENCE_FIELDS}
-    if field_values and meetings:
-        await session.execute(update(Meeting).where(Meeting.id.in_([m.id for m in meetings])).values(
-            **field_values, updated_at=now, version=Meeting.version + 1,
-            **({"schedule_changed_at": now} if {"late_grace_minutes", "checkin_opens_minutes_before"} & set(
-                field_values) else {})))
-        updated |= {m.id for m in meetings}
-    current_attendees = await _series_attendees(session, series_id)
-    if attendees is not None and sorted(set(attendees)) != current_attendees:
-        wanted = sorted(set(attendees))
-        await session.execute(delete(SeriesRequiredAttendee).where(SeriesRequiredAttendee.series_id == series_id))
-        if wanted:
-            await session.execute(pg_insert(SeriesRequiredAttendee).values(
-                [{"series_id": series_id, "user_id": u, "added_at": now, "added_by_id": actor_id} for u in wanted]))
-        ids = [m.id for m in meetings]
-        if ids:
-            await session.execute(delete(MeetingRequiredAttendee).where(
-                MeetingRequiredAttendee.meeting_id.in_(ids), MeetingRequiredAttendee.user_id.not_in(wanted)))
-            await service.add_attendees(session, ids, wanted, now=now, added_by=actor_id)
-            updated |= set(ids)
-        current_attendees = wanted
+    if not field_values or not meetings:
+        return
+    schedule = {"schedule_changed_at": now} if {"late_grace_minutes", "checkin_opens_minutes_before"} & set(
+        field_values) else {}
+    await session.execute(update(Meeting).where(Meeting.id.in_([m.id for m in meetings])).values(
+        **field_values, updated_at=now, version=Meeting.version + 1, **schedule))
+    edit.updated |= {m.id for m in meetings}
+
+
+async def _replace_attendees(session: AsyncSession, series_id: uuid.UUID, meetings: list[Meeting],
+                             attendees: list[uuid.UUID] | None, principal_id: uuid.UUID, now: datetime,
+                             edit: _Edit) -> list[uuid.UUID]:
+    """The series' required attendees replaced (and on its future occurrences) when they changed. Answers the list
+    as it is now."""
+    current = await _series_attendees(session, series_id)
+    if attendees is None or sorted(set(attendees)) == current:
+        return current
+    wanted = sorted(set(attendees))
+    await session.execute(delete(SeriesRequiredAttendee).where(SeriesRequiredAttendee.series_id == series_id))
+    if wanted:
+        await session.execute(pg_insert(SeriesRequiredAttendee).values(
+            [{"series_id": series_id, "user_id": u, "added_at": now, "added_by_id": principal_id} for u in wanted]))
+    ids = [m.id for m in meetings]
+    if ids:
+        await session.execute(delete(MeetingRequiredAttendee).where(
+            MeetingRequiredAttendee.meeting_id.in_(ids), MeetingRequiredAttendee.user_id.not_in(wanted)))
+        await service.add_attendees(session, ids, wanted, now=now, added_by=principal_id)
+        edit.updated |= set(ids)
+    return wanted
+
+
+async def _change_rule(session: AsyncSession, series: MeetingSeries, new_rule: str, series_values: dict[str, Any],
+                       attendees: list[uuid.UUID], *, policy: service.MeetingPolicy, principal_id: uuid.UUID,
+                       now: datetime, edit: _Edit) -> MeetingSeries:
+    """A new COUNT / UNTIL: future occurrences beyond the new end are deleted, the series is updated, and the new
+    future dates are generated (a deleted occurrence never comes back: MA-INV-16)."""
+    days = await _dates_off_loop(new_rule, series.start_date, series.timezone, limit=policy.series_max_occurrences)
+    keep = set(days) - set(series.exdates)
+    check_span(sorted(keep), series.start_local_time, series.timezone, series.generation_shift_minutes,
+               series.duration_minutes)
+    beyond = [m for m in await _future_occurrences(session, series.id, now, include_exceptions=False)
+              if m.series_occurrence_date not in keep]
+    if beyond:
+        gone = await service.delete_meetings(session, meeting_ids=[m.id for m in beyond],
+                                             actor=Actor.user(principal_id), now=now, actor_id=principal_id)
+        edit.deleted = [m.id for m in gone]
+    series = await transition(session, lifecycles.SERIES, "update", model=MeetingSeries, id=series.id,
+                              values={**series_values, "rrule": new_rule})
+    future_days = [d for d in sorted(keep) if instant(d, series.start_local_time, series.timezone,
+                                                      series.generation_shift_minutes) > now]
+    edit.created = await _generate(session, series, future_days, attendees, base_url=policy.public_base_url,
+                                   now=now, actor_id=principal_id)
+    return series
+
+
+async def update_series(session: AsyncSession, *, series_id: uuid.UUID, principal_id: uuid.UUID,
+                        changes: Mapping[str, Any], apply_to_exceptions: bool, expected_version: int | None,
+                        policy: service.MeetingPolicy, now: datetime) -> tuple[MeetingSeries, list[str], list[str],
+                                                                               list[str]]:
+    """Series-wide edit: fields and attendees reach its future occurrences (not those edited alone unless
+    asked); a new COUNT / UNTIL extends (new dates generated) or truncates (future dates beyond it deleted).
+    Answers (series, created, updated, deleted meeting ids)."""
+    values = dict(changes)
+    attendees = values.pop("required_attendee_ids", None)
+    series, new_rule = await _lock_for_edit(session, series_id, values, attendees, values.pop("rrule", None),
+                                            expected_version)
+    edit = _Edit()
+    meetings = await _future_occurrences(session, series_id, now, include_exceptions=apply_to_exceptions)
+    await _update_fields(session, meetings, values, now, edit)
+    current_attendees = await _replace_attendees(session, series_id, meetings, attendees, principal_id, now, edit)
     series_values = {**{k: v for k, v in values.items() if k in SERIES_FIELDS}, "updated_at": now}
-    created: list[str] = []
-    deleted: list[str] = []
     if new_rule is not None and new_rule != series.rrule:
-        days = await _dates_off_loop(new_rule, series.start_date, series.timezone, limit=policy.series_max_occurrences)
-        keep = set(days) - set(series.exdates)
-        check_span(sorted(keep), series.start_local_time, series.timezone, series.generation_shift_minutes,
-                   series.duration_minutes)
-        series_values["rrule"] = new_rule
-        beyond = [m for m in await _future_occurrences(session, series_id, now, include_exceptions=False)
-                  if m.series_occurrence_date not in keep]
-        if beyond:
-            gone = await service.delete_meetings(session, meeting_ids=[m.id for m in beyond],
-                                                 actor=Actor.user(actor_id), now=now, actor_id=actor_id)
-            deleted = [m.id for m in gone]
-        series = await transition(session, lifecycles.SERIES, "update", model=MeetingSeries, id=series_id,
-                                  values=series_values)
-        future_days = [d for d in sorted(keep) if instant(d, series.start_local_time, series.timezone,
-                                                          series.generation_shift_minutes) > now]
-        created = await _generate(session, series, future_days, current_attendees,
-                                  base_url=policy.public_base_url, now=now, actor_id=actor_id)
+        series = await _change_rule(session, series, new_rule, series_values, current_attendees, policy=policy,
+                                    principal_id=principal_id, now=now, edit=edit)
     else:
         series = await transition(session, lifecycles.SERIES, "update", model=MeetingSeries, id=series_id,
                                   values=series_values)
     await audit.record(session, action=Action.SERIES_UPDATED, resource=Resource.SERIES, resource_id=series_id,
-                       series_id=series_id, now=now, actor=Actor.user(actor_id),
-                       after={**service.audit_values(values), "rrule": new_rule, "created": len(created),
-                              "updated": len(updated), "deleted": len(deleted)})
-    return series, created, sorted(updated - set(deleted)), deleted
+                       series_id=series_id, now=now, actor=Actor.user(principal_id),
+                       after={**service.audit_values(values), "rrule": new_rule, "created": len(edit.created),
+                              "updated": len(edit.updated), "deleted": len(edit.deleted)})
+    return series, edit.created, sorted(edit.updated - set(edit.deleted)), edit.deleted
 
 
-async def reschedule_series(session: AsyncSession, *, series_id: uuid.UUID, from_meeting_id: str, actor_id: uuid.UUID,
-                            shift_minutes: int | None, start_local_time: time | None, duration_minutes: int | None,
-                            include_exceptions: bool, now: datetime) -> tuple[list[str], list[dict[str, str]]]:
+async def reschedule_series(session: AsyncSession, *, series_id: uuid.UUID, from_meeting_id: str,
+                            principal_id: uuid.UUID, shift_minutes: int | None, start_local_time: time | None,
+                            duration_minutes: int | None, include_exceptions: bool,
+                            now: datetime) -> tuple[list[str], list[dict[str, str]]]:
     """Move an occurrence and the later ones that have not started (D-22): by `shift_minutes` of wall-clock time,
     or to a new local time of day (and duration). Lateness is recomputed by the meetings' trigger."""
     if (shift_minutes is None) == (start_local_time is None):
@@ -378,14 +435,9 @@ async def reschedule_series(session: AsyncSession, *, series_id: uuid.UUID, from
         times.check_times(start, start + duration, meeting.checkin_opens_minutes_before, closes)
         moves.append((meeting.id, start, start + duration, closes))
     if moves:
-        await session.execute(text("""
-            UPDATE meeting_attendance.meetings m
-               SET start_time = v.s, end_time = v.e, checkin_closes_at = v.c, schedule_changed_at = :now,
-                   updated_at = :now, version = m.version + 1
-              FROM unnest(CAST(:ids AS varchar[]), CAST(:starts AS timestamptz[]), CAST(:ends AS timestamptz[]),
-                          CAST(:closes AS timestamptz[])) AS v(id, s, e, c)
-             WHERE m.id = v.id"""), {"ids": [m[0] for m in moves], "starts": [m[1] for m in moves],
-                                     "ends": [m[2] for m in moves], "closes": [m[3] for m in moves], "now": now})
+        await (await statements(session)).execute(_MOVE, {
+            "ids": [m[0] for m in moves], "starts": [m[1] for m in moves], "ends": [m[2] for m in moves],
+            "closes": [m[3] for m in moves], "now": now})
     series_values: dict[str, Any] = {"updated_at": now}
     if shift_minutes is not None:
         series_values["generation_shift_minutes"] = max(-10080, min(10080, series.generation_shift_minutes
@@ -396,106 +448,27 @@ async def reschedule_series(session: AsyncSession, *, series_id: uuid.UUID, from
         series_values["duration_minutes"] = duration_minutes
     await transition(session, lifecycles.SERIES, "update", model=MeetingSeries, id=series_id, values=series_values)
     await audit.record(session, action=Action.SERIES_RESCHEDULED, resource=Resource.SERIES, resource_id=series_id,
-                       series_id=series_id, now=now, actor=Actor.user(actor_id),
+                       series_id=series_id, now=now, actor=Actor.user(principal_id),
                        after={"from_meeting_id": from_meeting_id, "shift_minutes": shift_minutes,
                               "start_local_time": start_local_time, "duration_minutes": duration_minutes,
                               "moved": len(moves)})
     return [m[0] for m in moves], skipped
 
 
-async def delete_series(session: AsyncSession, *, series_id: uuid.UUID, actor_id: uuid.UUID,
+async def delete_series(session: AsyncSession, *, series_id: uuid.UUID, principal_id: uuid.UUID,
                         now: datetime) -> list[str]:
     """DELETED, with every meeting of it that has not started (MA-INV-17); started and past ones stay as
     history. Answers the deleted meeting ids."""
     await lock_series(session, series_id)
     await transition(session, lifecycles.SERIES, "delete", model=MeetingSeries, id=series_id,
-                     values={"deleted_at": now, "deleted_by_id": actor_id, "updated_at": now})
+                     values={"deleted_at": now, "deleted_by_id": principal_id, "updated_at": now})
     conditions = (Meeting.series_id == series_id, Meeting.status.in_(["ACTIVE", "CANCELLED"]),
                   Meeting.start_time > now)
     ids = list((await session.scalars(select(Meeting.id).where(*conditions))).all())
     locked = await lock_rows(session, Meeting, ids, mode="no key update", where=conditions)
-    gone = await service.delete_meetings(session, meeting_ids=locked, actor=Actor.user(actor_id), now=now,
-                                         actor_id=actor_id)
+    gone = await service.delete_meetings(session, meeting_ids=locked, actor=Actor.user(principal_id), now=now,
+                                         actor_id=principal_id)
     await audit.record(session, action=Action.SERIES_DELETED, resource=Resource.SERIES, resource_id=series_id,
-                       series_id=series_id, now=now, actor=Actor.user(actor_id), after={"deleted_meetings": len(gone)})
+                       series_id=series_id, now=now, actor=Actor.user(principal_id),
+                       after={"deleted_meetings": len(gone)})
     return [m.id for m in gone]
-
-
-# --- templates -------------------------------------------------------------------------------------------
-
-TEMPLATE_FIELDS = ("label", "title", "description", "location", "online_link", "city", "timezone",
-                   "duration_minutes", "late_grace_minutes", "checkin_opens_minutes_before", "rotating_online_code",
-                   "offline_checkin_enabled")
-
-
-async def create_template(session: AsyncSession, *, actor_id: uuid.UUID, fields: Mapping[str, Any],
-                          policy: service.MeetingPolicy, now: datetime) -> Template:
-    values = dict(fields)
-    attendees = sorted(set(values.pop("attendee_user_ids", None) or []))
-    if values.get("timezone"):
-        times.zone(values["timezone"])
-    await service.require_users(session, attendees)
-    template = Template(
-        id=uuid.uuid4(), label=values["label"], title=values["title"], description=values.get("description"),
-        location=values.get("location"), online_link=values.get("online_link"), city=values.get("city"),
-        timezone=values.get("timezone"), duration_minutes=values["duration_minutes"],
-        late_grace_minutes=policy.late_grace_minutes if values.get("late_grace_minutes") is None
-        else values["late_grace_minutes"],
-        checkin_opens_minutes_before=policy.checkin_opens_minutes if values.get("checkin_opens_minutes_before") is None
-        else values["checkin_opens_minutes_before"],
-        rotating_online_code=bool(values.get("rotating_online_code") or False),
-        offline_checkin_enabled=values.get("offline_checkin_enabled") is not False, status="ACTIVE",
-        created_by_id=actor_id, created_at=now, updated_at=now, version=1)
-    session.add(template)
-    await session.flush()
-    if attendees:
-        await session.execute(pg_insert(TemplateAttendee).values(
-            [{"template_id": template.id, "user_id": u, "added_at": now, "added_by_id": actor_id} for u in attendees]))
-    await audit.record(session, action=Action.TEMPLATE_CREATED, resource=Resource.TEMPLATE, resource_id=template.id,
-                       now=now, actor=Actor.user(actor_id), after={"attendees": len(attendees)})
-    return template
-
-
-async def update_template(session: AsyncSession, *, template_id: uuid.UUID, actor_id: uuid.UUID,
-                          changes: Mapping[str, Any], expected_version: int | None, now: datetime) -> Template:
-    values = dict(changes)
-    attendees = values.pop("attendee_user_ids", None)
-    for required in ("label", "title", "duration_minutes", "late_grace_minutes", "checkin_opens_minutes_before",
-                     "rotating_online_code", "offline_checkin_enabled"):
-        if required in values and values[required] is None:
-            raise errors.MeetingTimeInvalid(f"{required} cannot be cleared", reason="required_field")
-    if values.get("timezone"):
-        times.zone(values["timezone"])
-    if attendees is not None:
-        await service.require_users(session, attendees)
-    await lock_rows(session, Template, [template_id])
-    template = await session.get(Template, template_id, populate_existing=True)
-    if template is None or template.status != "ACTIVE":
-        raise errors.TemplateNotFound()
-    if expected_version is not None and template.version != expected_version:
-        raise PreconditionFailed(current_version=template.version)
-    if attendees is not None:
-        await session.execute(delete(TemplateAttendee).where(TemplateAttendee.template_id == template_id))
-        wanted = sorted(set(attendees))
-        if wanted:
-            await session.execute(pg_insert(TemplateAttendee).values(
-                [{"template_id": template_id, "user_id": u, "added_at": now, "added_by_id": actor_id}
-                 for u in wanted]))
-    template = await transition(session, lifecycles.TEMPLATE, "update", model=Template, id=template_id,
-                                values={**values, "updated_at": now})
-    await audit.record(session, action=Action.TEMPLATE_UPDATED, resource=Resource.TEMPLATE, resource_id=template_id,
-                       now=now, actor=Actor.user(actor_id),
-                       after={**service.audit_values(values), "attendees_replaced": attendees is not None})
-    return template
-
-
-async def delete_template(session: AsyncSession, *, template_id: uuid.UUID, actor_id: uuid.UUID,
-                          now: datetime) -> None:
-    """DELETED; meetings and series made from it are unchanged (it was provenance only)."""
-    moved = await transition(session, lifecycles.TEMPLATE, "delete", model=Template,
-                             where=(Template.id == template_id,),
-                             values={"deleted_at": now, "deleted_by_id": actor_id, "updated_at": now})
-    if not moved:
-        raise errors.TemplateNotFound()
-    await audit.record(session, action=Action.TEMPLATE_DELETED, resource=Resource.TEMPLATE, resource_id=template_id,
-                       now=now, actor=Actor.user(actor_id), after={"status": "DELETED"})

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic_settings import BaseSettings
-from sqlalchemy import delete, exists, insert, select, text, update
+from sqlalchemy import delete, exists, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -25,6 +25,7 @@ from tenet.iam import service as iam_service
 from tenet.kernel.audit import Actor
 from tenet.kernel.errors import DomainError, PreconditionFailed
 from tenet.kernel.settings import KernelSettings, section
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.meetings import audit, codes, errors, lifecycles, times
 from tenet.meetings.agenda import attachments as agenda
@@ -162,7 +163,7 @@ def audit_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-async def create_meeting(session: AsyncSession, *, actor_id: uuid.UUID, fields: Mapping[str, Any],
+async def create_meeting(session: AsyncSession, *, principal_id: uuid.UUID, fields: Mapping[str, Any],
                          attendee_ids: Iterable[uuid.UUID], template_id: uuid.UUID | None, policy: MeetingPolicy,
                          now: datetime) -> tuple[Meeting, list[uuid.UUID]]:
     """A new ACTIVE meeting with its required attendees and both QR codes. `fields` are the ones the client set
@@ -190,7 +191,7 @@ async def create_meeting(session: AsyncSession, *, actor_id: uuid.UUID, fields: 
     grace = policy.late_grace_minutes if grace is None else grace
     opens = policy.checkin_opens_minutes if opens is None else opens
     times.check_times(values["start_time"], values["end_time"], opens, values.get("checkin_closes_at"))
-    organizer_id = values.get("organizer_id") or actor_id
+    organizer_id = values.get("organizer_id") or principal_id
 
     # Accounts first (lock order): the explicit list and the organizer must be active; template attendees that
     # are no longer active are skipped and reported.
@@ -207,14 +208,14 @@ async def create_meeting(session: AsyncSession, *, actor_id: uuid.UUID, fields: 
         rotating_online_code=bool(values.get("rotating_online_code") or False),
         offline_checkin_enabled=values.get("offline_checkin_enabled") is not False,
         template_id=template.id if template else None, status="ACTIVE", schedule_changed_at=now,
-        created_by_id=actor_id, created_at=now, updated_at=now, version=1,
+        created_by_id=principal_id, created_at=now, updated_at=now, version=1,
     )
     session.add(meeting)
     await session.flush()
-    await add_attendees(session, [meeting.id], attendees, now=now, added_by=actor_id)
-    await store_codes(session, [meeting.id], base_url=policy.public_base_url, now=now, actor_id=actor_id)
+    await add_attendees(session, [meeting.id], attendees, now=now, added_by=principal_id)
+    await store_codes(session, [meeting.id], base_url=policy.public_base_url, now=now, actor_id=principal_id)
     await audit.record(session, action=Action.MEETING_CREATED, resource=Resource.MEETING, resource_id=meeting.id,
-                       meeting_id=meeting.id, now=now, actor=Actor.user(actor_id),
+                       meeting_id=meeting.id, now=now, actor=Actor.user(principal_id),
                        after={"start_time": meeting.start_time, "end_time": meeting.end_time,
                               "timezone": meeting.timezone, "organizer_id": organizer_id,
                               "required_attendees": len(attendees), "template_id": meeting.template_id})
@@ -227,7 +228,7 @@ async def _online_check_ins(session: AsyncSession, meeting_id: str) -> bool:
     )))).scalar())
 
 
-async def update_meeting(session: AsyncSession, *, meeting_id: str, actor_id: uuid.UUID, changes: Mapping[str, Any],
+async def update_meeting(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID, changes: Mapping[str, Any],
                          expected_version: int | None, now: datetime, mark_exception: bool = True) -> Meeting:
     """PATCH: the fields in `changes` (absent = unchanged; None clears a nullable one). A schedule change takes
     the meeting's exclusive advisory lock through the trigger and recomputes lateness (MA-INV-08, -09); an
@@ -266,7 +267,7 @@ async def update_meeting(session: AsyncSession, *, meeting_id: str, actor_id: uu
     if "start_time" in values and values["start_time"] > now:
         await _drop_deleted_accounts(session, meeting_id)
     await audit.record(session, action=Action.MEETING_UPDATED, resource=Resource.MEETING, resource_id=meeting_id,
-                       meeting_id=meeting_id, series_id=meeting.series_id, now=now, actor=Actor.user(actor_id),
+                       meeting_id=meeting_id, series_id=meeting.series_id, now=now, actor=Actor.user(principal_id),
                        before=audit_values(before), after=audit_values(values),
                        rescheduled=any(n in values for n in ("start_time", "end_time")))
     return updated
@@ -275,24 +276,25 @@ async def update_meeting(session: AsyncSession, *, meeting_id: str, actor_id: uu
 async def _drop_deleted_accounts(session: AsyncSession, meeting_id: str) -> None:
     """A meeting moved into the future must not list deleted accounts (MA-INV-19): they stayed on it only as the
     history of a meeting that had already started."""
-    await session.execute(text(
+    await (await statements(session)).execute(
         "DELETE FROM meeting_attendance.meeting_required_attendees r USING iam.user_account u "
-        "WHERE r.meeting_id = :m AND u.id = r.user_id AND u.status = 'deleted'"), {"m": meeting_id})
+        "WHERE r.meeting_id = %(m)s AND u.id = r.user_id AND u.status = 'deleted'", {"m": meeting_id})
 
 
-async def cancel_meeting(session: AsyncSession, *, meeting_id: str, actor_id: uuid.UUID, reason: str | None,
+async def cancel_meeting(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID, reason: str | None,
                          now: datetime) -> Meeting:
     """ACTIVE -> CANCELLED (final but deletable, D-07). In-flight check-ins commit before it or are refused
     (the trigger's advisory lock, MA-INV-08)."""
     await lock_meeting(session, meeting_id)
     meeting = await transition(
         session, lifecycles.MEETING, "cancel", model=Meeting, id=meeting_id, refuse=_meeting_refusal,
-        values={"cancelled_at": now, "cancelled_by_id": actor_id, "cancel_reason": reason or None, "updated_at": now})
+        values={"cancelled_at": now, "cancelled_by_id": principal_id, "cancel_reason": reason or None,
+                "updated_at": now})
     # Nobody is asked for material of a meeting that will not happen (MA-INV-29).
-    await agenda.cancel_pending_tasks(session, meeting_ids=[meeting_id], actor=Actor.user(actor_id),
-                                      actor_id=actor_id, now=now, reason="meeting_cancelled")
+    await agenda.cancel_pending_tasks(session, meeting_ids=[meeting_id], actor=Actor.user(principal_id),
+                                      actor_id=principal_id, now=now, reason="meeting_cancelled")
     await audit.record(session, action=Action.MEETING_CANCELLED, resource=Resource.MEETING, resource_id=meeting_id,
-                       meeting_id=meeting_id, series_id=meeting.series_id, now=now, actor=Actor.user(actor_id),
+                       meeting_id=meeting_id, series_id=meeting.series_id, now=now, actor=Actor.user(principal_id),
                        before={"status": "ACTIVE"}, after={"status": "CANCELLED", "cancel_reason_given": bool(reason)})
     return meeting
 
@@ -316,17 +318,17 @@ async def delete_meetings(session: AsyncSession, *, meeting_ids: list[str], acto
     return deleted
 
 
-async def delete_meeting(session: AsyncSession, *, meeting_id: str, actor_id: uuid.UUID, now: datetime) -> None:
+async def delete_meeting(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID, now: datetime) -> None:
     """Soft delete: the meeting answers 404 from now on; attendances stay for history (D-47). An occurrence
     deleted alone never comes back when its series is extended (MA-INV-16)."""
     await lock_meeting(session, meeting_id)
-    deleted = await delete_meetings(session, meeting_ids=[meeting_id], actor=Actor.user(actor_id), now=now,
-                                    actor_id=actor_id)
+    deleted = await delete_meetings(session, meeting_ids=[meeting_id], actor=Actor.user(principal_id), now=now,
+                                    actor_id=principal_id)
     if not deleted:
         raise errors.MeetingNotFound()
 
 
-async def set_required_attendees(session: AsyncSession, *, meeting_id: str, actor_id: uuid.UUID,
+async def set_required_attendees(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID,
                                  user_ids: Iterable[uuid.UUID], expected_version: int | None,
                                  now: datetime) -> tuple[list[uuid.UUID], list[uuid.UUID], list[uuid.UUID]]:
     """Replace the list in one transaction: accounts share-locked first, then the meeting. Answers (list, added,
@@ -351,26 +353,26 @@ async def set_required_attendees(session: AsyncSession, *, meeting_id: str, acto
     if removed:
         await session.execute(delete(MeetingRequiredAttendee).where(
             MeetingRequiredAttendee.meeting_id == meeting_id, MeetingRequiredAttendee.user_id.in_(removed)))
-    await add_attendees(session, [meeting_id], added, now=now, added_by=actor_id)
+    await add_attendees(session, [meeting_id], added, now=now, added_by=principal_id)
     if added or removed:
         extra = {"is_exception": True} if meeting.series_id is not None else {}
         await session.execute(update(Meeting).where(Meeting.id == meeting_id).values(
             version=Meeting.version + 1, updated_at=now, **extra))
         await audit.record(session, action=Action.REQUIRED_ATTENDEES_UPDATED, resource=Resource.MEETING,
                            resource_id=meeting_id, meeting_id=meeting_id, series_id=meeting.series_id, now=now,
-                           actor=Actor.user(actor_id), after={"added": added, "removed": removed,
+                           actor=Actor.user(principal_id), after={"added": added, "removed": removed,
                                                               "count": len(wanted)})
     return wanted, added, removed
 
 
-async def regenerate_codes(session: AsyncSession, *, meeting_id: str, actor_id: uuid.UUID | None, base_url: str,
+async def regenerate_codes(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID | None, base_url: str,
                            now: datetime) -> None:
     """Rewrite both stored codes from the current TENET_PUBLIC_BASE_URL (spec §关键决策 3)."""
     await lock_meeting(session, meeting_id)
-    await store_codes(session, [meeting_id], base_url=base_url, now=now, actor_id=actor_id)
+    await store_codes(session, [meeting_id], base_url=base_url, now=now, actor_id=principal_id)
     await audit.record(session, action=Action.QR_CODES_REGENERATED, resource=Resource.QR_CODE, resource_id=meeting_id,
                        meeting_id=meeting_id, now=now,
-                       actor=Actor.user(actor_id) if actor_id else Actor.system(), after={"base_url": base_url})
+                       actor=Actor.user(principal_id) if principal_id else Actor.system(), after={"base_url": base_url})
 
 
 async def regenerate_all_codes(session: AsyncSession, *, base_url: str, now: datetime) -> int:

@@ -44,7 +44,7 @@ class MeetingSettings(BaseSettings):
     meeting_attachment_storage_root: Path | None = Field(
         None, validation_alias=env("MEETING_ATTACHMENT_STORAGE_ROOT")
     )
-    # At most the upload routes' body ceiling (tenet.meetings.agenda.routes_attachments.BODY_CEILING).
+    # At most the upload routes' body ceiling (tenet.meetings.agenda.api.BODY_CEILING).
     meeting_attachment_max_bytes: int = Field(
         209_715_200, ge=1, le=4 * 1024**3, validation_alias=env("MEETING_ATTACHMENT_MAX_BYTES")
     )

@@ -26,9 +26,9 @@ class WorkspaceDeleted(Event):
 
 
 async def _account_deleted(session: AsyncSession, event: AccountDeleted) -> None:
-    from tenet.workspaces import service  # the service imports this module for WorkspaceDeleted
+    from tenet.workspaces import members  # its commands module imports this one for WorkspaceDeleted
 
-    await service.end_memberships_of_deleted_account(session, user_id=event.user_id, now=event.now,
+    await members.end_memberships_of_deleted_account(session, user_id=event.user_id, now=event.now,
                                                      actor=event.actor)
 
 

@@ -1,4 +1,5 @@
-"""The workspaces domain's reads, on the transaction-free read path (tenet.kernel.reads).
+"""The workspaces domain's reads. Each takes a `Runner` first: the read path (tenet.kernel.reads) for a GET, the unit
+of work's statements for a command that answers what it wrote as the GET shows it.
 
 Each answer is one statement: the caller's right to see it (an active member of a workspace that is not
 DELETED) is checked in the same statement as the rows it returns, so a read is one round trip and its
@@ -14,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from tenet.kernel.pagination import PageParams, SqlKeyset
-from tenet.kernel.reads import Reads, Row
+from tenet.kernel.reads import Row, Runner
 from tenet.workspaces import errors
 from tenet.workspaces.permissions import Action, require
 
@@ -46,7 +47,7 @@ MEMBERS_SQL = """
         SELECT m.user_id, m.id AS membership_id, m.role, u.display_name, u.email, m.joined_at
           FROM workspace.membership m
           JOIN iam.user_account u ON u.id = m.user_id
-         WHERE m.workspace_id = %(workspace_id)s AND m.status = 'ACTIVE' AND {after}
+         WHERE m.workspace_id = %(workspace_id)s AND m.status = 'ACTIVE' AND {member} AND {after}
            AND EXISTS (SELECT 1 FROM caller)
          ORDER BY {order} LIMIT %(limit)s
     )
@@ -54,49 +55,45 @@ MEMBERS_SQL = """
 """
 
 INVITATIONS_KEYSET = SqlKeyset(("i.created_at", "i.id"), (datetime, uuid.UUID), descending=True)
-INVITATIONS_SQL = """
-    WITH caller AS ({caller}),
+# The effective status, the rule's one form in SQL (its one form in Python: invitations.effective_status): a PENDING
+# invitation past its expiry reads EXPIRED for every reader, whether or not the sweep has marked it yet.
+EFFECTIVE_STATUS = "CASE WHEN i.status = 'PENDING' AND i.expires_at <= %(now)s THEN 'EXPIRED' ELSE i.status END"
+INVITATIONS_SQL = f"""
+    WITH caller AS ({{caller}}),
     page AS (
-        SELECT i.id, i.workspace_id, i.email, i.role, i.status, i.invited_by, i.created_at, i.expires_at,
-               i.last_sent_at, i.accepted_at, i.accepted_by, i.revoked_at, i.expired_at
+        SELECT i.id, i.workspace_id, i.email, i.role, {EFFECTIVE_STATUS} AS status, i.invited_by, i.created_at,
+               i.expires_at, i.last_sent_at, i.accepted_at, i.accepted_by, i.revoked_at, i.expired_at
           FROM workspace.invitation i
-         WHERE i.workspace_id = %(workspace_id)s AND {status} AND {after}
+         WHERE i.workspace_id = %(workspace_id)s AND {{filters}} AND {{after}}
            AND EXISTS (SELECT 1 FROM caller WHERE caller.role IN ('owner', 'admin'))
-         ORDER BY {order} LIMIT %(limit)s
+         ORDER BY {{order}} LIMIT %(limit)s
     )
-    SELECT caller.role AS caller_role, page.* FROM caller LEFT JOIN page ON TRUE ORDER BY {page_order}
-"""
-# The status filter is on the *effective* status: a PENDING invitation past its time reads as EXPIRED.
-_STATUS_FILTERS = {
-    None: "TRUE",
-    "PENDING": "i.status = 'PENDING' AND i.expires_at > %(now)s",
-    "EXPIRED": "(i.status = 'EXPIRED' OR (i.status = 'PENDING' AND i.expires_at <= %(now)s))",
-    "ACCEPTED": "i.status = 'ACCEPTED'",
-    "REVOKED": "i.status = 'REVOKED'",
-}
+    SELECT caller.role AS caller_role, page.* FROM caller LEFT JOIN page ON TRUE ORDER BY {{page_order}}
+"""  # noqa: S608  (constants of this module)
 
 
-async def workspace(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID) -> Row:
-    row = await reads.one(WORKSPACE_SQL, {"workspace_id": workspace_id, "caller": caller})
+async def workspace(reads: Runner, *, workspace_id: uuid.UUID, principal_id: uuid.UUID) -> Row:
+    row = await reads.one(WORKSPACE_SQL, {"workspace_id": workspace_id, "caller": principal_id})
     if row is None:
         raise errors.WorkspaceNotFound()
     return row
 
 
-async def workspaces(reads: Reads, *, caller: uuid.UUID, page: PageParams) -> tuple[list[Row], str | None]:
+async def workspaces(reads: Runner, *, principal_id: uuid.UUID, page: PageParams) -> tuple[list[Row], str | None]:
     after, params = WORKSPACES_KEYSET.after(page)
     rows = await reads.all(WORKSPACES_SQL.format(after=after, order=WORKSPACES_KEYSET.order_by),
-                           {"caller": caller, "limit": WORKSPACES_KEYSET.fetch_limit(page), **params})
+                           {"caller": principal_id, "limit": WORKSPACES_KEYSET.fetch_limit(page), **params})
     items, cursor = WORKSPACES_KEYSET.page(rows, page, key=lambda r: (r["created_at"], r["id"]))
     return items, cursor
 
 
-async def members(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID,
-                  page: PageParams) -> tuple[list[Row], str | None]:
+async def members(reads: Runner, *, workspace_id: uuid.UUID, principal_id: uuid.UUID, page: PageParams,
+                  user_id: uuid.UUID | None = None) -> tuple[list[Row], str | None]:
+    """Active members in the order they joined (any member may list them); `user_id`: that member only."""
     after, params = MEMBERS_KEYSET.after(page)
-    sql = MEMBERS_SQL.format(caller=CALLER_SQL, after=after, order=MEMBERS_KEYSET.order_by,
-                             page_order="page.joined_at, page.membership_id")
-    rows = await reads.all(sql, {"workspace_id": workspace_id, "caller": caller,
+    sql = MEMBERS_SQL.format(caller=CALLER_SQL, member="m.user_id = %(user_id)s" if user_id else "TRUE", after=after,
+                             order=MEMBERS_KEYSET.order_by, page_order="page.joined_at, page.membership_id")
+    rows = await reads.all(sql, {"workspace_id": workspace_id, "caller": principal_id, "user_id": user_id,
                                  "limit": MEMBERS_KEYSET.fetch_limit(page), **params})
     if not rows:
         raise errors.WorkspaceNotFound()
@@ -105,15 +102,22 @@ async def members(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID,
     return items, cursor
 
 
-async def invitations(reads: Reads, *, workspace_id: uuid.UUID, caller: uuid.UUID, status: str | None,
-                      page: PageParams, now: datetime) -> tuple[list[Row], str | None]:
+async def invitations(reads: Runner, *, workspace_id: uuid.UUID, principal_id: uuid.UUID, status: str | None,
+                      page: PageParams, now: datetime,
+                      invitation_id: uuid.UUID | None = None) -> tuple[list[Row], str | None]:
+    """Newest first (owners and admins), with their effective status; `status` filters on it, `invitation_id`
+    answers that one only."""
+    filters = ["TRUE"]
+    if status is not None:
+        filters.append(f"{EFFECTIVE_STATUS} = %(status)s")
+    if invitation_id is not None:
+        filters.append("i.id = %(invitation_id)s")
     after, params = INVITATIONS_KEYSET.after(page)
-    sql = INVITATIONS_SQL.format(caller=CALLER_SQL, status=_STATUS_FILTERS[status], after=after,
-                                 order=INVITATIONS_KEYSET.order_by,
-                                 page_order="page.created_at DESC, page.id DESC")
+    sql = INVITATIONS_SQL.format(caller=CALLER_SQL, filters=" AND ".join(filters), after=after,
+                                 order=INVITATIONS_KEYSET.order_by, page_order="page.created_at DESC, page.id DESC")
     rows: list[dict[str, Any]] = await reads.all(sql, {
-        "workspace_id": workspace_id, "caller": caller, "now": now,
-        "limit": INVITATIONS_KEYSET.fetch_limit(page), **params})
+        "workspace_id": workspace_id, "caller": principal_id, "now": now, "status": status,
+        "invitation_id": invitation_id, "limit": INVITATIONS_KEYSET.fetch_limit(page), **params})
     if not rows:
         raise errors.WorkspaceNotFound()
     require(rows[0]["caller_role"], Action.LIST_INVITATIONS)

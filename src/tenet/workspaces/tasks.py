@@ -14,7 +14,7 @@ import procrastinate
 
 from tenet.db.database import Database
 from tenet.kernel.jobs import JobScope, job
-from tenet.workspaces import service
+from tenet.workspaces import commands, invitations, workspaces
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ async def sweep_expired_invitations(db: Database, now: datetime) -> int:
     total = 0
     while True:
         async with db.unit_of_work() as session:
-            expired = await service.expire_due_invitations(session, now=now)
+            expired = await invitations.expire_due_invitations(session, now=now)
         total += len(expired)
         if not expired:
             return total
@@ -37,9 +37,9 @@ async def sweep_workspace_deletions(db: Database, now: datetime) -> int:
     total = 0
     while True:
         async with db.unit_of_work() as session:
-            finished = await service.finish_workspace_deletions(session, now=now)
+            finished = await workspaces.finish_workspace_deletions(session, now=now)
         total += len(finished)
-        if len(finished) < service.SWEEP_BATCH:
+        if len(finished) < commands.SWEEP_BATCH:
             return total
 
 

@@ -1,4 +1,4 @@
-"""Spec 001 §权限矩阵, row by row (tenet.meetings.agenda.http.PERMISSION_TABLE): one case per row, each asserting
+"""Spec 001 §权限矩阵, row by row (tenet.meetings.agenda.permissions.PERMISSION_TABLE): one case per row, each asserting
 every caller's answer. Callers: Administrator, MeetingManager, the organizer (a Leader, a participant), a required
 attendee (an Employee), an external attendee (a signed-in walk-in) and an unrelated Employee."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tenet.meetings.agenda.http import PERMISSION_TABLE
+from tenet.meetings.agenda.permissions import PERMISSION_TABLE
 from tests.meetings.agenda.conftest import AgendaApi, World
 from tests.meetings.conftest import code
 

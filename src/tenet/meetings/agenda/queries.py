@@ -1,5 +1,6 @@
-"""Reads of the agenda on the transaction-free read path: one statement per answer, the caller's right to see the
-rows decided in the same statement (a `caller` CTE; no row = 404), as the meetings core does.
+"""Reads of the agenda: one statement per answer, the caller's right to see the rows decided in the same statement
+(a `caller` CTE; no row = 404), as the meetings core does. Each takes a `Runner` first: the read path for a GET, the
+unit of work's statements for a command that answers what it wrote as the agenda's GET shows it.
 
 Who the caller is for the meeting (first match): manager (Administrator / MeetingManager), creator, organizer,
 attendee (required), external (a signed-in walk-in with a live attendance). Participants (the first four) get the
@@ -15,7 +16,7 @@ from typing import Any
 
 from tenet.iam.principal import Principal
 from tenet.kernel.pagination import PageParams, SqlKeyset
-from tenet.kernel.reads import Reads, Row
+from tenet.kernel.reads import Row, Runner
 from tenet.meetings import errors as meeting_errors
 from tenet.meetings.agenda import errors
 from tenet.meetings.agenda.models import NO_DUE
@@ -104,7 +105,7 @@ def _with_urls(kind: str, attachments: list[dict[str, Any]], **extra: Any) -> li
     return [{**a, **extra, "download_url": download_url(kind, a["id"])} for a in attachments]
 
 
-async def agenda(reads: Reads, *, meeting_id: str, principal: Principal) -> dict[str, Any]:
+async def agenda(reads: Runner, *, meeting_id: str, principal: Principal) -> dict[str, Any]:
     """The agenda of a meeting as the caller may see it: `view` full or restricted (one statement)."""
     rows = await reads.all(AGENDA_SQL, {"id": valid_meeting_id(meeting_id), **caller_params(principal)})
     if not rows:
@@ -144,6 +145,37 @@ async def agenda(reads: Reads, *, meeting_id: str, principal: Principal) -> dict
             "meeting_attachments": _with_urls("meeting", _loads(rows[0]["meeting_attachments"]), meeting_id=meeting_id)}
 
 
+_MEETING_OF = {
+    "section": "SELECT meeting_id FROM meeting_attendance.meeting_agenda_sections WHERE id = %(id)s "
+               "AND deleted_at IS NULL",
+    "item": """
+        SELECT s.meeting_id FROM meeting_attendance.meeting_agenda_items i
+          JOIN meeting_attendance.meeting_agenda_sections s ON s.id = i.section_id
+         WHERE i.id = %(id)s AND i.deleted_at IS NULL""",
+    "task": """
+        SELECT s.meeting_id FROM meeting_attendance.meeting_agenda_item_upload_tasks t
+          JOIN meeting_attendance.meeting_agenda_items i ON i.id = t.agenda_item_id
+          JOIN meeting_attendance.meeting_agenda_sections s ON s.id = i.section_id
+         WHERE t.id = %(id)s AND t.deleted_at IS NULL""",
+}
+
+
+async def meeting_of(reads: Runner, kind: str, row_id: uuid.UUID) -> str | None:
+    """The meeting of a live section, item or upload task (`kind`); None when there is none."""
+    found = await reads.value(_MEETING_OF[kind], {"id": row_id})
+    return None if found is None else str(found)
+
+
+def section_in(found: dict[str, Any], section_id: uuid.UUID) -> dict[str, Any]:
+    """One section of an agenda `agenda` answered, as its GET shows it."""
+    return next(s for s in found["sections"] if s["id"] == section_id)
+
+
+def item_in(found: dict[str, Any], item_id: uuid.UUID) -> dict[str, Any]:
+    """One item of an agenda `agenda` answered, as its GET shows it."""
+    return next(i for s in found["sections"] for i in s["items"] if i["id"] == item_id)
+
+
 # --- my upload tasks (hot) --------------------------------------------------------------------------------------
 
 NO_DUE_AT = datetime(9999, 12, 31, tzinfo=UTC)
@@ -163,7 +195,7 @@ MY_TASKS_SQL = """
 ALL_STATUSES = ["PENDING", "UPLOADED", "CANCELLED"]
 
 
-async def my_tasks(reads: Reads, *, principal: Principal, status: str | None,
+async def my_tasks(reads: Runner, *, principal: Principal, status: str | None,
                    page: PageParams) -> tuple[list[dict[str, Any]], str | None]:
     after, params = MY_TASKS_KEYSET.after(page)
     sql = MY_TASKS_SQL.format(after=after, order=MY_TASKS_KEYSET.order_by)
@@ -201,7 +233,7 @@ MEETING_TARGET_SQL = f"""
 """  # noqa: S608  (constants of this module)
 
 
-async def item_upload_target(reads: Reads, *, item_id: uuid.UUID, principal: Principal) -> Row:
+async def item_upload_target(reads: Runner, *, item_id: uuid.UUID, principal: Principal) -> Row:
     """Before a byte of the body is read: the item is live, the caller sees its meeting (404 otherwise)."""
     row = await reads.one(UPLOAD_TARGET_SQL, {"item": item_id, **caller_params(principal)})
     if row is None or row["identity"] is None:
@@ -209,7 +241,7 @@ async def item_upload_target(reads: Reads, *, item_id: uuid.UUID, principal: Pri
     return row
 
 
-async def meeting_upload_target(reads: Reads, *, meeting_id: str, principal: Principal) -> Row:
+async def meeting_upload_target(reads: Runner, *, meeting_id: str, principal: Principal) -> Row:
     row = await reads.one(MEETING_TARGET_SQL, {"id": valid_meeting_id(meeting_id), **caller_params(principal)})
     if row is None or row["identity"] is None:
         raise meeting_errors.MeetingNotFound()
@@ -232,7 +264,7 @@ _DOWNLOAD_SQL = {
 }
 
 
-async def download(reads: Reads, *, kind: str, attachment_id: uuid.UUID, principal: Principal) -> Row:
+async def download(reads: Runner, *, kind: str, attachment_id: uuid.UUID, principal: Principal) -> Row:
     """A live attachment of a meeting the caller takes part in; external attendees are refused (403), anyone else
     does not see it (404)."""
     row = await reads.one(_DOWNLOAD_SQL[kind], {"id": attachment_id, **caller_params(principal)})
@@ -258,6 +290,18 @@ DELETED_SQL = """
 """
 
 
-async def deleted_attachments(reads: Reads, *, meeting_id: str, purge_days: int) -> list[dict[str, Any]]:
+async def deleted_attachments(reads: Runner, *, meeting_id: str, purge_days: int) -> list[dict[str, Any]]:
     rows = await reads.all(DELETED_SQL, {"id": valid_meeting_id(meeting_id)})
     return [{**r, "size": str(r["size"]), "purge_after": r["deleted_at"] + timedelta(days=purge_days)} for r in rows]
+
+
+KNOWN_KEYS_SQL = """
+    SELECT storage_path FROM meeting_attendance.meeting_agenda_item_attachments WHERE storage_path = ANY(%(k)s)
+    UNION ALL
+    SELECT storage_path FROM meeting_attendance.meeting_attachments WHERE storage_path = ANY(%(k)s)
+"""
+
+
+async def known_storage_keys(reads: Runner, keys: list[str]) -> set[str]:
+    """Which of `keys` an attachment row (live or deleted) still names: the others are a failed upload's leftovers."""
+    return {row["storage_path"] for row in await reads.all(KNOWN_KEYS_SQL, {"k": keys})}

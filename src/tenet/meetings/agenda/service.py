@@ -14,21 +14,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import service as iam_service
 from tenet.iam.principal import Principal
 from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique
-from tenet.kernel.errors import PreconditionFailed, ValidationFailed
+from tenet.kernel.errors import DomainError, PreconditionFailed, ValidationFailed
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.meetings import errors as meeting_errors
-from tenet.meetings.agenda import audit, errors, lifecycles
-from tenet.meetings.agenda.attachments import affected
+from tenet.meetings.agenda import audit, errors, lifecycles, queries
 from tenet.meetings.agenda.models import TASK_PENDING_INDEX, AgendaItem, AgendaSection, UploadTask
 from tenet.meetings.audit import Action, Resource
-from tenet.meetings.models import Meeting
+from tenet.meetings.models import Meeting, MeetingRequiredAttendee
 from tenet.meetings.permissions import MANAGER_ROLES
 from tenet.meetings.service import lock_meeting
 
@@ -41,7 +41,6 @@ class Editing:
 
     meeting: Meeting
     actor: Actor
-    actor_id: uuid.UUID
 
     async def audit(self, session: AsyncSession, action: Action, resource: Resource, resource_id: object,
                     now: datetime, **changes: Any) -> None:
@@ -53,9 +52,8 @@ class Editing:
 async def _is_participant(session: AsyncSession, meeting: Meeting, user_id: uuid.UUID) -> bool:
     if user_id in (meeting.created_by_id, meeting.organizer_id):
         return True
-    return bool((await session.execute(text(
-        "SELECT EXISTS (SELECT 1 FROM meeting_attendance.meeting_required_attendees "
-        "WHERE meeting_id = :m AND user_id = :u)"), {"m": meeting.id, "u": user_id})).scalar())
+    return bool((await session.execute(select(exists().where(
+        MeetingRequiredAttendee.meeting_id == meeting.id, MeetingRequiredAttendee.user_id == user_id)))).scalar())
 
 
 async def edit(session: AsyncSession, meeting_id: str, principal: Principal, *, writing: bool = True) -> Editing:
@@ -69,26 +67,39 @@ async def edit(session: AsyncSession, meeting_id: str, principal: Principal, *, 
         raise meeting_errors.MeetingNotFound()
     if writing and meeting.status == "CANCELLED":
         raise meeting_errors.MeetingCancelled(meeting_id=meeting_id)
-    return Editing(meeting, Actor.user(principal.id), principal.id)
+    return Editing(meeting, Actor.user(principal.id))
+
+
+async def _meeting_of(session: AsyncSession, kind: str, row_id: uuid.UUID, missing: type[DomainError]) -> str:
+    """The meeting of a live section, item or task (the agenda's own look-up), or `missing`."""
+    found = await queries.meeting_of(await statements(session), kind, row_id)
+    if found is None:
+        raise missing()
+    return found
 
 
 async def _meeting_of_section(session: AsyncSession, section_id: uuid.UUID) -> str:
-    found = (await session.execute(text(
-        "SELECT meeting_id FROM meeting_attendance.meeting_agenda_sections WHERE id = :id AND deleted_at IS NULL"),
-        {"id": section_id})).scalar()
-    if found is None:
-        raise errors.AgendaSectionNotFound()
-    return str(found)
+    return await _meeting_of(session, "section", section_id, errors.AgendaSectionNotFound)
 
 
 async def _meeting_of_item(session: AsyncSession, item_id: uuid.UUID) -> str:
-    found = (await session.execute(text(
-        "SELECT s.meeting_id FROM meeting_attendance.meeting_agenda_items i "
-        "JOIN meeting_attendance.meeting_agenda_sections s ON s.id = i.section_id "
-        "WHERE i.id = :id AND i.deleted_at IS NULL"), {"id": item_id})).scalar()
-    if found is None:
-        raise errors.AgendaItemNotFound()
-    return str(found)
+    return await _meeting_of(session, "item", item_id, errors.AgendaItemNotFound)
+
+
+async def _live_count(session: AsyncSession, model: type[AgendaSection] | type[AgendaItem], parent: Any,
+                      parent_id: object) -> int:
+    """The live rows under a parent: the next position at its end (MA-INV-21, under the meeting lock)."""
+    return int((await session.execute(select(func.count()).select_from(model).where(
+        parent == parent_id, model.deleted_at.is_(None)))).scalar_one())
+
+
+async def _close_gap(session: AsyncSession, table: str, parent_column: str, parent_id: object, position: int | None,
+                     now: datetime) -> None:
+    """The rows after a removed one move up by one, so positions stay 0..n-1 (MA-INV-21)."""
+    await (await statements(session)).execute(
+        f"UPDATE meeting_attendance.{table} SET sort_order = sort_order - 1, updated_at = %(now)s "  # noqa: S608
+        f"WHERE {parent_column} = %(p)s AND deleted_at IS NULL AND sort_order > %(position)s",
+        {"p": parent_id, "position": position, "now": now})
 
 
 async def _live_section(session: AsyncSession, section_id: uuid.UUID, meeting_id: str, *,
@@ -120,9 +131,7 @@ async def create_section(session: AsyncSession, *, meeting_id: str, title: str, 
                          now: datetime) -> AgendaSection:
     """Appended at the end (order n), under the meeting lock (MA-INV-21)."""
     editing = await edit(session, meeting_id, principal)
-    count = (await session.execute(text(
-        "SELECT count(*) FROM meeting_attendance.meeting_agenda_sections WHERE meeting_id = :m AND deleted_at IS NULL"),
-        {"m": meeting_id})).scalar_one()
+    count = await _live_count(session, AgendaSection, AgendaSection.meeting_id, meeting_id)
     section = AgendaSection(id=uuid.uuid4(), meeting_id=meeting_id, sort_order=count, title=title,
                             created_by_id=principal.id, created_at=now, updated_at=now, version=1)
     session.add(section)
@@ -156,15 +165,17 @@ async def _cascade_items(session: AsyncSession, item_ids: list[uuid.UUID], *, ac
     if not item_ids:
         return {"items": 0, "tasks": 0, "attachments": 0}
     params = {"ids": item_ids, "now": now, "by": actor_id}
-    tasks = affected(await session.execute(text(
-        "UPDATE meeting_attendance.meeting_agenda_item_upload_tasks SET deleted_at = :now, deleted_by_id = :by, "
-        "updated_at = :now WHERE agenda_item_id = ANY(:ids) AND deleted_at IS NULL"), params))
-    attachments = affected(await session.execute(text(
-        "UPDATE meeting_attendance.meeting_agenda_item_attachments SET deleted_at = :now, deleted_by_id = :by "
-        "WHERE agenda_item_id = ANY(:ids) AND deleted_at IS NULL"), params))
-    items = affected(await session.execute(text(
-        "UPDATE meeting_attendance.meeting_agenda_items SET deleted_at = :now, deleted_by_id = :by, sort_order = NULL, "
-        "updated_at = :now, version = version + 1 WHERE id = ANY(:ids) AND deleted_at IS NULL"), params))
+    sql = await statements(session)
+    tasks = await sql.execute(
+        "UPDATE meeting_attendance.meeting_agenda_item_upload_tasks SET deleted_at = %(now)s, deleted_by_id = %(by)s, "
+        "updated_at = %(now)s WHERE agenda_item_id = ANY(%(ids)s) AND deleted_at IS NULL", params)
+    attachments = await sql.execute(
+        "UPDATE meeting_attendance.meeting_agenda_item_attachments SET deleted_at = %(now)s, deleted_by_id = %(by)s "
+        "WHERE agenda_item_id = ANY(%(ids)s) AND deleted_at IS NULL", params)
+    items = await sql.execute(
+        "UPDATE meeting_attendance.meeting_agenda_items SET deleted_at = %(now)s, deleted_by_id = %(by)s, "
+        "sort_order = NULL, updated_at = %(now)s, version = version + 1 "
+        "WHERE id = ANY(%(ids)s) AND deleted_at IS NULL", params)
     return {"items": items, "tasks": tasks, "attachments": attachments}
 
 
@@ -182,10 +193,7 @@ async def delete_section(session: AsyncSession, *, section_id: uuid.UUID, princi
     position = section.sort_order
     await session.execute(update(AgendaSection).where(AgendaSection.id == section_id).values(
         deleted_at=now, deleted_by_id=principal.id, sort_order=None, updated_at=now, version=AgendaSection.version + 1))
-    await session.execute(text(
-        "UPDATE meeting_attendance.meeting_agenda_sections SET sort_order = sort_order - 1, updated_at = :now "
-        "WHERE meeting_id = :m AND deleted_at IS NULL AND sort_order > :p"),
-        {"m": meeting_id, "p": position, "now": now})
+    await _close_gap(session, "meeting_agenda_sections", "meeting_id", meeting_id, position, now)
     await editing.audit(session, Action.AGENDA_SECTION_DELETED, Resource.AGENDA_SECTION, section_id, now,
                         before={"title": section.title, "order": position}, after={"deleted": True, **cascaded})
 
@@ -194,22 +202,23 @@ async def _reorder(session: AsyncSession, table: str, parent_column: str, parent
                    ids: list[uuid.UUID], now: datetime) -> list[tuple[uuid.UUID, int, int]]:
     """One UPDATE permuting the live rows of a parent (spec §并发与事务: `SET order = CASE id WHEN ...`), on the
     deferrable unique constraint. `ids` must be exactly the live rows (AGENDA_ORDER_MISMATCH with the current ids)."""
-    rows = (await session.execute(text(
+    sql = await statements(session)
+    rows = await sql.all(
         f"SELECT id, sort_order FROM meeting_attendance.{table} "  # noqa: S608  (constants of this module)
-        f"WHERE {parent_column} = :p AND deleted_at IS NULL ORDER BY sort_order"), {"p": parent_id})).all()
-    current = [row.id for row in rows]
+        f"WHERE {parent_column} = %(p)s AND deleted_at IS NULL ORDER BY sort_order", {"p": parent_id})
+    current = [row["id"] for row in rows]
     if len(ids) != len(set(ids)) or set(ids) != set(current):
         raise errors.AgendaOrderMismatch(current_ids=[str(i) for i in current])
-    old = {row.id: row.sort_order for row in rows}
+    old = {row["id"]: row["sort_order"] for row in rows}
     moved = [(row_id, old[row_id], position) for position, row_id in enumerate(ids) if old[row_id] != position]
     if moved:
-        cases = " ".join(f"WHEN :id{n} THEN {position}" for n, (_, _, position) in enumerate(moved))
+        cases = " ".join(f"WHEN %(id{n})s THEN {position}" for n, (_, _, position) in enumerate(moved))
         params: dict[str, Any] = {f"id{n}": row_id for n, (row_id, _, _) in enumerate(moved)}
-        result = await session.execute(text(
+        changed = await sql.execute(
             f"UPDATE meeting_attendance.{table} SET sort_order = CASE id {cases} END, "  # noqa: S608
-            f"updated_at = :now, version = version + 1 WHERE {parent_column} = :p AND deleted_at IS NULL "
-            "AND id = ANY(:moved)"), {**params, "now": now, "p": parent_id, "moved": [m[0] for m in moved]})
-        if affected(result) != len(moved):
+            f"updated_at = %(now)s, version = version + 1 WHERE {parent_column} = %(p)s AND deleted_at IS NULL "
+            "AND id = ANY(%(moved)s)", {**params, "now": now, "p": parent_id, "moved": [m[0] for m in moved]})
+        if changed != len(moved):
             raise errors.AgendaOrderMismatch(current_ids=[str(i) for i in current])
     return moved
 
@@ -249,9 +258,7 @@ async def create_item(session: AsyncSession, *, section_id: uuid.UUID, fields: M
     await _check_presenter(session, fields.get("presenter_user_id"))
     editing = await edit(session, meeting_id, principal)
     await _live_section(session, section_id, meeting_id)
-    count = (await session.execute(text(
-        "SELECT count(*) FROM meeting_attendance.meeting_agenda_items WHERE section_id = :s AND deleted_at IS NULL"),
-        {"s": section_id})).scalar_one()
+    count = await _live_count(session, AgendaItem, AgendaItem.section_id, section_id)
     item = AgendaItem(id=uuid.uuid4(), section_id=section_id, sort_order=count, created_by_id=principal.id,
                       created_at=now, updated_at=now, version=1, **{k: fields.get(k) for k in ITEM_FIELDS})
     session.add(item)
@@ -284,18 +291,13 @@ async def update_item(session: AsyncSession, *, item_id: uuid.UUID, changes: Map
     if target is not None and moving:
         await _live_section(session, target, meeting_id)
         old_section, old_position = item.section_id, item.sort_order
-        count = (await session.execute(text(
-            "SELECT count(*) FROM meeting_attendance.meeting_agenda_items "
-            "WHERE section_id = :s AND deleted_at IS NULL"), {"s": target})).scalar_one()
+        count = await _live_count(session, AgendaItem, AgendaItem.section_id, target)
         extra = {"section_id": target, "sort_order": count}
         before.update({"section_id": old_section, "order": old_position})
     await session.execute(update(AgendaItem).where(AgendaItem.id == item_id).values(
         **values, **extra, updated_at=now, version=AgendaItem.version + 1))
     if moving:
-        await session.execute(text(
-            "UPDATE meeting_attendance.meeting_agenda_items SET sort_order = sort_order - 1, updated_at = :now "
-            "WHERE section_id = :s AND deleted_at IS NULL AND sort_order > :p"),
-            {"s": old_section, "p": old_position, "now": now})
+        await _close_gap(session, "meeting_agenda_items", "section_id", old_section, old_position, now)
     after = {**values, **({"section_id": target, "order": extra["sort_order"]} if moving else {})}
     await editing.audit(session, Action.AGENDA_ITEM_UPDATED, Resource.AGENDA_ITEM, item_id, now,
                         before=_audit_fields(before), after=_audit_fields(after))
@@ -310,10 +312,7 @@ async def delete_item(session: AsyncSession, *, item_id: uuid.UUID, principal: P
     item = await _live_item(session, item_id, lock=True)
     position, section_id = item.sort_order, item.section_id
     cascaded = await _cascade_items(session, [item_id], actor_id=principal.id, now=now)
-    await session.execute(text(
-        "UPDATE meeting_attendance.meeting_agenda_items SET sort_order = sort_order - 1, updated_at = :now "
-        "WHERE section_id = :s AND deleted_at IS NULL AND sort_order > :p"),
-        {"s": section_id, "p": position, "now": now})
+    await _close_gap(session, "meeting_agenda_items", "section_id", section_id, position, now)
     await editing.audit(session, Action.AGENDA_ITEM_DELETED, Resource.AGENDA_ITEM, item_id, now,
                         before={"title": item.title, "order": position, "section_id": section_id},
                         after={"deleted": True, "tasks": cascaded["tasks"], "attachments": cascaded["attachments"]})
@@ -348,18 +347,15 @@ async def assign_tasks(session: AsyncSession, *, item_id: uuid.UUID, assignee_id
     editing = await edit(session, meeting_id, principal)
     await _live_item(session, item_id)
     meeting = editing.meeting
-    required = set((await session.execute(text(
-        "SELECT user_id FROM meeting_attendance.meeting_required_attendees "
-        "WHERE meeting_id = :m AND user_id = ANY(:u)"),
-        {"m": meeting_id, "u": wanted})).scalars())
+    required = set((await session.scalars(select(MeetingRequiredAttendee.user_id).where(
+        MeetingRequiredAttendee.meeting_id == meeting_id, MeetingRequiredAttendee.user_id.in_(wanted)))).all())
     insiders = required | {meeting.created_by_id, meeting.organizer_id}
     outsiders = [str(u) for u in wanted if u not in insiders]
     if outsiders:
         raise errors.UploadTaskAssigneeInvalid(user_ids=outsiders[:50], reason="not_a_participant")
-    pending = (await session.execute(text(
-        "SELECT id FROM meeting_attendance.meeting_agenda_item_upload_tasks WHERE agenda_item_id = :i "
-        "AND assignee_user_id = ANY(:u) AND status = 'PENDING' AND deleted_at IS NULL ORDER BY id"),
-        {"i": item_id, "u": wanted})).scalars().all()
+    pending = (await session.scalars(select(UploadTask.id).where(
+        UploadTask.agenda_item_id == item_id, UploadTask.assignee_user_id.in_(wanted), UploadTask.status == "PENDING",
+        UploadTask.deleted_at.is_(None)).order_by(UploadTask.id))).all()
     if pending:
         raise errors.UploadTaskAlreadyPending(task_ids=[str(t) for t in pending])
     tasks = []
@@ -375,14 +371,7 @@ async def assign_tasks(session: AsyncSession, *, item_id: uuid.UUID, assignee_id
 
 
 async def _meeting_of_task(session: AsyncSession, task_id: uuid.UUID) -> str:
-    found = (await session.execute(text(
-        "SELECT s.meeting_id FROM meeting_attendance.meeting_agenda_item_upload_tasks t "
-        "JOIN meeting_attendance.meeting_agenda_items i ON i.id = t.agenda_item_id "
-        "JOIN meeting_attendance.meeting_agenda_sections s ON s.id = i.section_id "
-        "WHERE t.id = :id AND t.deleted_at IS NULL"), {"id": task_id})).scalar()
-    if found is None:
-        raise errors.UploadTaskNotFound()
-    return str(found)
+    return await _meeting_of(session, "task", task_id, errors.UploadTaskNotFound)
 
 
 def _task_refusal(refusal: Refusal[UploadTask]) -> Exception:
@@ -410,10 +399,10 @@ async def delete_task(session: AsyncSession, *, task_id: uuid.UUID, principal: P
     spec's constants have no deletion action for tasks, D-38)."""
     meeting_id = await _meeting_of_task(session, task_id)
     editing = await edit(session, meeting_id, principal, writing=False)
-    status = (await session.execute(text(
-        "UPDATE meeting_attendance.meeting_agenda_item_upload_tasks SET deleted_at = :now, deleted_by_id = :by, "
-        "updated_at = :now, version = version + 1 WHERE id = :id AND deleted_at IS NULL RETURNING status"),
-        {"id": task_id, "now": now, "by": principal.id})).scalar()
+    status = await (await statements(session)).value(
+        "UPDATE meeting_attendance.meeting_agenda_item_upload_tasks SET deleted_at = %(now)s, deleted_by_id = %(by)s, "
+        "updated_at = %(now)s, version = version + 1 WHERE id = %(id)s AND deleted_at IS NULL RETURNING status",
+        {"id": task_id, "now": now, "by": principal.id})
     if status is None:
         raise errors.UploadTaskNotFound()
     await editing.audit(session, Action.UPLOAD_TASK_CANCELLED, Resource.UPLOAD_TASK, task_id, now,

@@ -11,12 +11,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import procrastinate
-from sqlalchemy import text
 
 from tenet.db.database import Database
 from tenet.kernel.jobs import JobScope, job
 from tenet.kernel.settings import section
-from tenet.meetings.agenda import attachments, storage
+from tenet.meetings.agenda import attachments, queries, storage
 from tenet.meetings.settings import MeetingSettings
 
 log = logging.getLogger(__name__)
@@ -79,11 +78,7 @@ async def sweep(db: Database, store: storage.Storage, temp_dir: Any) -> dict[str
     orphans = 0
     for start in range(0, len(keys), 500):
         batch = keys[start:start + 500]
-        async with db.read_only() as session:
-            known = set((await session.execute(text(
-                "SELECT storage_path FROM meeting_attendance.meeting_agenda_item_attachments "
-                "WHERE storage_path = ANY(:k) UNION ALL SELECT storage_path "
-                "FROM meeting_attendance.meeting_attachments WHERE storage_path = ANY(:k)"), {"k": batch})).scalars())
+        known = await queries.known_storage_keys(db.reads, batch)
         for key in batch:
             if key not in known:
                 await store.delete(key)

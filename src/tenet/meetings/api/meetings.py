@@ -1,4 +1,6 @@
-"""Routes of meetings: /api/v1/meeting-attendance/meetings (API.md "Meeting attendance")."""
+"""Routes of meetings: /api/v1/meeting-attendance/meetings, their required attendees and QR codes (API.md "Meeting
+attendance"). Commands are tenet.meetings.service's; a command's answer is read back through the query its GET
+uses (`queries.meeting`), in the command's transaction."""
 
 from __future__ import annotations
 
@@ -7,20 +9,20 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Header, Query, Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.deps import NowDep, SessionDep, SettingsDep, reads
 from tenet.deps import now as clock_now
 from tenet.iam.auth import require
 from tenet.iam.principal import Principal
-from tenet.kernel.http import etag, if_match_version, json_response, problem_responses
+from tenet.kernel.http import TenetRoute, etag, if_match_version, json_response, problem_responses
 from tenet.kernel.pagination import Page, PageParams, page_params
-from tenet.kernel.reads import BoundReads, Row
+from tenet.kernel.reads import Row
 from tenet.kernel.settings import KernelSettings, section
+from tenet.kernel.statements import statements
 from tenet.meetings import codes, errors, queries, reports, service
-from tenet.meetings.http import router
-from tenet.meetings.permissions import Permission
+from tenet.meetings.permissions import TAG, Permission
 from tenet.meetings.schemas import (
     AttendeeRead,
     ClockStatus,
@@ -36,8 +38,8 @@ from tenet.meetings.schemas import (
     RequiredAttendees,
     RequiredAttendeesResult,
 )
-from tenet.meetings.settings import MeetingSettings
 
+router = APIRouter(prefix=queries.BASE, tags=[TAG], route_class=TenetRoute, responses=problem_responses(401, 403, 404))
 Reader = Annotated[Principal, Depends(require(Permission.READ))]
 Creator = Annotated[Principal, Depends(require(Permission.CREATE))]
 Updater = Annotated[Principal, Depends(require(Permission.UPDATE))]
@@ -52,11 +54,11 @@ def base_url(settings: KernelSettings) -> str:
 
 async def meeting_answer(session: AsyncSession, meeting_id: str, principal: Principal, now: datetime,
                          request: Request, *, status_code: int = 200) -> Response:
-    """The MeetingRead of a meeting just written, read inside the writing transaction (the read path would not
-    see it before the commit)."""
-    row = await queries.meeting(BoundReads(await session.connection()), meeting_id=meeting_id, principal=principal,
-                                now=now, base_url=base_url(request.app.state.settings),
-                                signer=check_in_codes(request))
+    """The MeetingRead of a meeting just written, read by the GET's query inside the writing transaction (the read
+    path would not see it before the commit)."""
+    await session.flush()
+    row = await queries.meeting(await statements(session), meeting_id=meeting_id, principal=principal, now=now,
+                                base_url=base_url(request.app.state.settings), signer=codes.signer(request.app.state))
     return _meeting_response(row, status_code=status_code)
 
 
@@ -74,13 +76,13 @@ def _meeting_response(row: dict[str, Any], *, status_code: int = 200) -> Respons
                          "fills every absent field and adds the template's attendees (inactive ones are skipped "
                          "and listed in the `X-Skipped-Attendees` header).",
              responses=problem_responses(404, 409, 422))
-async def create_meeting(body: MeetingCreate, user: Creator, session: SessionDep, now: NowDep,
+async def create_meeting(body: MeetingCreate, principal: Creator, session: SessionDep, now: NowDep,
                          settings: SettingsDep, request: Request) -> Response:
     fields = body.model_dump(exclude={"required_attendee_ids", "template_id"}, exclude_unset=True)
     meeting, skipped = await service.create_meeting(
-        session, actor_id=user.id, fields=fields, attendee_ids=body.required_attendee_ids,
+        session, principal_id=principal.id, fields=fields, attendee_ids=body.required_attendee_ids,
         template_id=body.template_id, policy=service.MeetingPolicy.from_settings(settings), now=now)
-    response = await meeting_answer(session, meeting.id, user, now, request, status_code=201)
+    response = await meeting_answer(session, meeting.id, principal, now, request, status_code=201)
     response.headers["Location"] = f"{queries.BASE}/meetings/{meeting.id}"
     if skipped:
         response.headers["X-Skipped-Attendees"] = ",".join(str(s) for s in skipped)
@@ -92,7 +94,7 @@ async def create_meeting(body: MeetingCreate, user: Creator, session: SessionDep
                         "`scope=all`. `from`/`to` bound the start time (half-open).",
             responses=problem_responses(400, 422))
 async def list_meetings(
-    user: Reader, request: Request, params: PageDep,
+    principal: Reader, request: Request, params: PageDep,
     scope: Annotated[str, Query(pattern="^(mine|all)$")] = "mine",
     start: Annotated[datetime | None, Query(alias="from")] = None,
     end: Annotated[datetime | None, Query(alias="to")] = None,
@@ -105,7 +107,7 @@ async def list_meetings(
     reports.check_window(start, end)
     if start is not None and end is not None and end <= start:
         raise errors.ReportRangeInvalid("to must be after from")
-    rows, cursor = await queries.meetings(reads(request), principal=user, scope=scope, start=start, end=end,
+    rows, cursor = await queries.meetings(reads(request), principal=principal, scope=scope, start=start, end=end,
                                           status=status_filter.value if status_filter else None,
                                           series_id=series_id, page=params, now=clock_now(request))
     return json_response(Page[MeetingSummary](items=[MeetingSummary.model_validate(r) for r in rows],
@@ -118,9 +120,9 @@ async def list_meetings(
                         "the organizer. An external attendee (a signed-in walk-in, on no list) gets the restricted "
                         "view, as for the agenda: `view: restricted`, what the public check-in page shows and their "
                         "own attendance; never the description, online link, organizer or cancel reason.")
-async def get_meeting(meeting_id: str, user: Reader, request: Request) -> Response:
-    row = await queries.meeting(reads(request), meeting_id=meeting_id, principal=user, now=clock_now(request),
-                                base_url=base_url(request.app.state.settings), signer=check_in_codes(request))
+async def get_meeting(meeting_id: str, principal: Reader, request: Request) -> Response:
+    row = await queries.meeting(reads(request), meeting_id=meeting_id, principal=principal, now=clock_now(request),
+                                base_url=base_url(request.app.state.settings), signer=codes.signer(request.app.state))
     return _meeting_response(row)
 
 
@@ -129,34 +131,35 @@ async def get_meeting(meeting_id: str, user: Reader, request: Request) -> Respon
                           "`PRECONDITION_FAILED`). Moving the start or the grace recomputes who was late; an "
                           "occurrence edited alone becomes an exception of its series.",
               responses=problem_responses(409, 412, 422))
-async def update_meeting(meeting_id: str, body: MeetingUpdate, user: Updater, session: SessionDep, now: NowDep,
+async def update_meeting(meeting_id: str, body: MeetingUpdate, principal: Updater, session: SessionDep, now: NowDep,
                          request: Request, if_match: IfMatch = None) -> Response:
-    await service.update_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id,
+    await service.update_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), principal_id=principal.id,
                                  changes=body.model_dump(exclude_unset=True),
                                  expected_version=if_match_version(if_match), now=now)
-    return await meeting_answer(session, meeting_id, user, now, request)
+    return await meeting_answer(session, meeting_id, principal, now, request)
 
 
 @router.delete("/meetings/{meeting_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete a meeting",
                description="Soft delete: the meeting answers 404 from now on; its attendances stay for history.")
-async def delete_meeting(meeting_id: str, user: Deleter, session: SessionDep, now: NowDep) -> None:
-    await service.delete_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id, now=now)
+async def delete_meeting(meeting_id: str, principal: Deleter, session: SessionDep, now: NowDep) -> None:
+    await service.delete_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), principal_id=principal.id,
+                                 now=now)
 
 
 @router.post("/meetings/{meeting_id}/cancel", response_model=MeetingRead, summary="Cancel a meeting (final)",
              description="Check-ins are refused from then on (409 `MEETING_CANCELLED`); a cancelled meeting can "
                          "still be deleted, not reopened.", responses=problem_responses(409, 422))
-async def cancel_meeting(meeting_id: str, user: Updater, session: SessionDep, now: NowDep, request: Request,
+async def cancel_meeting(meeting_id: str, principal: Updater, session: SessionDep, now: NowDep, request: Request,
                          body: MeetingCancel | None = None) -> Response:
-    await service.cancel_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id,
+    await service.cancel_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), principal_id=principal.id,
                                  reason=body.reason if body else None, now=now)
-    return await meeting_answer(session, meeting_id, user, now, request)
+    return await meeting_answer(session, meeting_id, principal, now, request)
 
 
 @router.get("/meetings/{meeting_id}/required-attendees", response_model=Page[AttendeeRead],
             summary="Required attendees, by name", responses=problem_responses(400, 403))
-async def list_required_attendees(meeting_id: str, user: Reader, request: Request, params: PageDep) -> Response:
-    rows, cursor = await queries.required_attendees(reads(request), meeting_id=meeting_id, principal=user,
+async def list_required_attendees(meeting_id: str, principal: Reader, request: Request, params: PageDep) -> Response:
+    rows, cursor = await queries.required_attendees(reads(request), meeting_id=meeting_id, principal=principal,
                                                     page=params)
     return json_response(Page[AttendeeRead](items=[AttendeeRead.model_validate(r) for r in rows],
                                             next_cursor=cursor))
@@ -167,29 +170,18 @@ async def list_required_attendees(meeting_id: str, user: Reader, request: Reques
             description="Unknown ids answer 422 `ATTENDEE_NOT_FOUND`; disabled or deleted accounts 409 "
                         "`ACCOUNT_NOT_ACTIVE`. `If-Match` takes the meeting's ETag.",
             responses=problem_responses(409, 412, 422))
-async def set_required_attendees(meeting_id: str, body: RequiredAttendees, user: Updater, session: SessionDep,
+async def set_required_attendees(meeting_id: str, body: RequiredAttendees, principal: Updater, session: SessionDep,
                                  now: NowDep, if_match: IfMatch = None) -> RequiredAttendeesResult:
     listed, added, removed = await service.set_required_attendees(
-        session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id, user_ids=body.user_ids,
+        session, meeting_id=queries.valid_meeting_id(meeting_id), principal_id=principal.id, user_ids=body.user_ids,
         expected_version=if_match_version(if_match), now=now)
     return RequiredAttendeesResult(user_ids=listed, added=added, removed=removed)
-
-
-def check_in_codes(request: Request) -> codes.CheckInCodes:
-    """One signer per process (the key derivation runs once)."""
-    signer = getattr(request.app.state, "meeting_check_in_codes", None)
-    if signer is None:
-        settings = request.app.state.settings
-        signer = codes.CheckInCodes(section(settings, KernelSettings).signing_key(),
-                                    section(settings, MeetingSettings).rotating_code_seconds)
-        request.app.state.meeting_check_in_codes = signer
-    return signer
 
 
 def _scan_url(request: Request, row: Row, mode: Mode) -> str | None:
     """What the image of `mode` encodes when it is not the stored address: the address with the meeting's offline
     code, or with the current rotating online code."""
-    signer = check_in_codes(request)
+    signer = codes.signer(request.app.state)
     if mode == Mode.OFFLINE:
         return codes.with_code(row["payload"], signer.offline_code(row["id"]))
     if row["rotating_online_code"]:
@@ -202,9 +194,9 @@ def _scan_url(request: Request, row: Row, mode: Mode) -> str | None:
                         "code for the offline mode (the same for the meeting's life: print it). For a meeting with "
                         "a rotating online code, the online image carries the current code (not cached).",
             responses={200: {"content": {"image/svg+xml": {}, "image/png": {}}}, **problem_responses(403)})
-async def get_qr_code(meeting_id: str, user: Reader, request: Request, mode: Mode = Mode.ONLINE,
+async def get_qr_code(meeting_id: str, principal: Reader, request: Request, mode: Mode = Mode.ONLINE,
                       image_format: Annotated[str, Query(alias="format", pattern="^(svg|png)$")] = "svg") -> Response:
-    row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode.value, principal=user)
+    row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode.value, principal=principal)
     media = "image/svg+xml" if image_format == "svg" else "image/png"
     url = _scan_url(request, row, mode)
     if mode == Mode.ONLINE and url is not None:
@@ -230,11 +222,11 @@ async def get_qr_code(meeting_id: str, user: Reader, request: Request, mode: Mod
             description="The address to show and its image: for the offline mode with the meeting's offline code; "
                         "for a rotating online code, the current address with its signed code, when it expires and "
                         "when to ask again.", responses=problem_responses(403))
-async def get_display_code(meeting_id: str, user: Reader, request: Request, mode: Mode = Mode.ONLINE) -> Response:
-    row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode.value, principal=user)
+async def get_display_code(meeting_id: str, principal: Reader, request: Request, mode: Mode = Mode.ONLINE) -> Response:
+    row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode.value, principal=principal)
     url = _scan_url(request, row, mode)
     if mode == Mode.ONLINE and url is not None:
-        signer, now = check_in_codes(request), clock_now(request)
+        signer, now = codes.signer(request.app.state), clock_now(request)
         answer = DisplayCode(mode=mode, url=url, svg=codes.render(url).svg, expires_at=signer.expires_at(now),
                              refresh_after_seconds=max(1, int((signer.expires_at(now) - now).total_seconds())))
     elif url is not None:
@@ -250,10 +242,11 @@ async def get_display_code(meeting_id: str, user: Reader, request: Request, mode
              summary="Regenerate both stored codes from the current TENET_PUBLIC_BASE_URL",
              description="The addresses never change path (printed codes keep working); this rewrites the images "
                          "after a change of the public base URL (spec: regenerate after migration).")
-async def regenerate_codes(meeting_id: str, user: Updater, session: SessionDep, now: NowDep,
+async def regenerate_codes(meeting_id: str, principal: Updater, session: SessionDep, now: NowDep,
                            settings: SettingsDep, request: Request) -> QrCodesRegenerated:
     url = base_url(settings)
-    await service.regenerate_codes(session, meeting_id=queries.valid_meeting_id(meeting_id), actor_id=user.id,
+    await service.regenerate_codes(session, meeting_id=queries.valid_meeting_id(meeting_id), principal_id=principal.id,
                                    base_url=url, now=now)
-    refs = queries.code_refs(meeting_id, now, url, offline_code=check_in_codes(request).offline_code(meeting_id))
+    offline_code = codes.signer(request.app.state).offline_code(meeting_id)
+    refs = queries.code_refs(meeting_id, now, url, offline_code=offline_code)
     return QrCodesRegenerated.model_validate(refs)

@@ -1,4 +1,7 @@
-"""Routes of the agenda (API.md "Agenda", "Upload tasks", "Attachments") under /api/v1/meeting-attendance."""
+"""Routes of the agenda (API.md "Agenda", "Upload tasks", "Attachments") under /api/v1/meeting-attendance (the
+router carries the whole path). Commands are tenet.meetings.agenda.service's (sections, items, tasks) and
+.attachments'; a command's answer is read back through the query its GET uses (`queries.agenda`), in the command's
+transaction."""
 
 from __future__ import annotations
 
@@ -7,24 +10,24 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.deps import NowDep, SessionDep, SettingsDep, reads
 from tenet.deps import now as clock_now
-from tenet.iam import service as iam_service
 from tenet.iam.auth import CurrentUser, require
 from tenet.iam.principal import Principal
 from tenet.kernel.errors import PermissionDenied
-from tenet.kernel.http import etag, if_match_version, json_response, problem_responses
+from tenet.kernel.http import TenetRoute, etag, if_match_version, json_response, problem_responses
 from tenet.kernel.idempotency import streams_body
 from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.settings import section
+from tenet.kernel.statements import statements
 from tenet.meetings import errors as meeting_errors
 from tenet.meetings.agenda import attachments, downloads, errors, queries, service, storage, uploads
-from tenet.meetings.agenda.http import router
-from tenet.meetings.agenda.models import ATTACHMENT_CATEGORIES, AgendaItem, AgendaSection, UploadTask
+from tenet.meetings.agenda.models import ATTACHMENT_CATEGORIES, AgendaSection
+from tenet.meetings.agenda.permissions import TAG
 from tenet.meetings.agenda.schemas import (
     AgendaExternalRead,
     AgendaRead,
@@ -46,9 +49,10 @@ from tenet.meetings.agenda.schemas import (
     UploadTaskRead,
 )
 from tenet.meetings.permissions import Permission
-from tenet.meetings.queries import valid_meeting_id
+from tenet.meetings.queries import BASE, valid_meeting_id
 from tenet.meetings.settings import MeetingSettings
 
+router = APIRouter(prefix=BASE, tags=[TAG], route_class=TenetRoute, responses=problem_responses(401, 403, 404))
 Reader = Annotated[Principal, Depends(require(Permission.READ))]
 Editor = Annotated[Principal, Depends(require(Permission.AGENDA_UPDATE))]
 Assigner = Annotated[Principal, Depends(require(Permission.UPLOAD_TASK_ASSIGN))]
@@ -62,27 +66,31 @@ Kind = Literal["agenda-item", "meeting"]
 BODY_CEILING = 4 * 1024**3 + uploads.OVERHEAD
 
 
-def section_read(row: AgendaSection) -> SectionRead:
-    return SectionRead(id=row.id, meeting_id=row.meeting_id, order=row.sort_order or 0, title=row.title,
-                       created_by_id=row.created_by_id, created_at=row.created_at, updated_at=row.updated_at,
-                       version=row.version)
+async def _agenda_of(session: AsyncSession, meeting_id: str, principal: Principal) -> dict[str, Any]:
+    """The agenda as its GET shows it, read by the GET's query inside the writing transaction."""
+    await session.flush()
+    return await queries.agenda(await statements(session), meeting_id=meeting_id, principal=principal)
 
 
-async def item_read(session: AsyncSession, row: AgendaItem) -> ItemRead:
-    presenter = None
-    if row.presenter_user_id is not None:
-        people = await iam_service.user_summaries(session, [row.presenter_user_id])
-        found = people.get(row.presenter_user_id)
-        presenter = {"user_id": row.presenter_user_id, "display_name": found.display_name if found else None}
-    return ItemRead.model_validate({
-        "id": row.id, "section_id": row.section_id, "order": row.sort_order or 0, "title": row.title,
-        "description": row.description, "code": row.code, "time_minutes": row.time_minutes, "presenter": presenter,
-        "category_tag": row.category_tag, "created_by_id": row.created_by_id, "created_at": row.created_at,
-        "updated_at": row.updated_at, "version": row.version})
+async def _section_answer(session: AsyncSession, row: AgendaSection, principal: Principal) -> SectionRead:
+    found = await _agenda_of(session, row.meeting_id, principal)
+    return SectionRead.model_validate(queries.section_in(found, row.id))
 
 
-def task_read(row: UploadTask) -> UploadTaskRead:
-    return UploadTaskRead.model_validate(row, from_attributes=True)
+async def _item_answer(session: AsyncSession, item_id: uuid.UUID, principal: Principal) -> ItemRead:
+    meeting_id = await queries.meeting_of(await statements(session), "item", item_id)
+    assert meeting_id is not None  # the command just wrote the live item
+    return ItemRead.model_validate(queries.item_in(await _agenda_of(session, meeting_id, principal), item_id))
+
+
+async def _task_answers(session: AsyncSession, item_id: uuid.UUID, task_ids: list[uuid.UUID],
+                        principal: Principal) -> list[UploadTaskRead]:
+    """Tasks of one item as the agenda shows them (to managers and the creator: every task), in `task_ids`' order."""
+    meeting_id = await queries.meeting_of(await statements(session), "item", item_id)
+    assert meeting_id is not None  # the command just wrote a live task on it
+    shown = {str(t["id"]): t for t in queries.item_in(await _agenda_of(session, meeting_id, principal),
+                                                       item_id)["upload_tasks"]}
+    return [UploadTaskRead.model_validate(shown[str(task_id)]) for task_id in task_ids]
 
 
 # --- the agenda --------------------------------------------------------------------------------------------------
@@ -93,76 +101,80 @@ def task_read(row: UploadTask) -> UploadTaskRead:
             description="Participants (managers, the creator, the organizer, required attendees) get every field, "
                         "the files and the upload tasks (all of them for managers and the creator, their own for "
                         "others); an external attendee (a signed-in walk-in) gets section and item titles only.")
-async def get_agenda(meeting_id: str, user: Reader, request: Request) -> Response:
-    found = await queries.agenda(reads(request), meeting_id=meeting_id, principal=user)
+async def get_agenda(meeting_id: str, principal: Reader, request: Request) -> Response:
+    found = await queries.agenda(reads(request), meeting_id=meeting_id, principal=principal)
     model = AgendaRead if found["view"] == "full" else AgendaExternalRead
     return json_response(model.model_validate(found))
 
 
 @router.post("/meetings/{meeting_id}/agenda/sections", status_code=201, response_model=SectionRead,
              summary="Add a section at the end (managers, the creator)", responses=problem_responses(409, 422))
-async def create_section(meeting_id: str, body: SectionCreate, user: Editor, session: SessionDep,
+async def create_section(meeting_id: str, body: SectionCreate, principal: Editor, session: SessionDep,
                          now: NowDep) -> Response:
     row = await service.create_section(session, meeting_id=valid_meeting_id(meeting_id), title=body.title,
-                                       principal=user, now=now)
-    return json_response(section_read(row), status_code=201, headers={"ETag": etag(row.version)})
+                                       principal=principal, now=now)
+    return json_response(await _section_answer(session, row, principal), status_code=201,
+                         headers={"ETag": etag(row.version)})
 
 
 @router.patch("/agenda/sections/{section_id}", response_model=SectionRead, summary="Rename a section",
               responses=problem_responses(409, 412, 422))
-async def update_section(section_id: uuid.UUID, body: SectionUpdate, user: Editor, session: SessionDep, now: NowDep,
-                         if_match: IfMatch = None) -> Response:
-    row = await service.update_section(session, section_id=section_id, title=body.title, principal=user,
+async def update_section(section_id: uuid.UUID, body: SectionUpdate, principal: Editor, session: SessionDep,
+                         now: NowDep, if_match: IfMatch = None) -> Response:
+    row = await service.update_section(session, section_id=section_id, title=body.title, principal=principal,
                                        expected_version=if_match_version(if_match), now=now)
-    return json_response(section_read(row), headers={"ETag": etag(row.version)})
+    return json_response(await _section_answer(session, row, principal), headers={"ETag": etag(row.version)})
 
 
 @router.delete("/agenda/sections/{section_id}", status_code=204,
                summary="Delete a section with its items, their tasks and files (soft; purged after the window)")
-async def delete_section(section_id: uuid.UUID, user: Editor, session: SessionDep, now: NowDep) -> None:
-    await service.delete_section(session, section_id=section_id, principal=user, now=now)
+async def delete_section(section_id: uuid.UUID, principal: Editor, session: SessionDep, now: NowDep) -> None:
+    await service.delete_section(session, section_id=section_id, principal=principal, now=now)
 
 
 @router.put("/meetings/{meeting_id}/agenda/sections/order", response_model=OrderRead,
             summary="Reorder the sections (every live section, in the new order)",
             description="409 `AGENDA_ORDER_MISMATCH` (with `current_ids`) unless `ids` are exactly the live sections.",
             responses=problem_responses(409, 422))
-async def reorder_sections(meeting_id: str, body: Order, user: Editor, session: SessionDep, now: NowDep) -> OrderRead:
+async def reorder_sections(meeting_id: str, body: Order, principal: Editor, session: SessionDep,
+                           now: NowDep) -> OrderRead:
     ids = await service.reorder_sections(session, meeting_id=valid_meeting_id(meeting_id), ids=body.ids,
-                                         principal=user, now=now)
+                                         principal=principal, now=now)
     return OrderRead(ids=ids)
 
 
 @router.post("/agenda/sections/{section_id}/items", status_code=201, response_model=ItemRead,
              summary="Add an item at the end of a section", responses=problem_responses(409, 422))
-async def create_item(section_id: uuid.UUID, body: ItemCreate, user: Editor, session: SessionDep,
+async def create_item(section_id: uuid.UUID, body: ItemCreate, principal: Editor, session: SessionDep,
                       now: NowDep) -> Response:
-    row = await service.create_item(session, section_id=section_id, fields=body.model_dump(), principal=user, now=now)
-    return json_response(await item_read(session, row), status_code=201, headers={"ETag": etag(row.version)})
+    row = await service.create_item(session, section_id=section_id, fields=body.model_dump(), principal=principal,
+                                    now=now)
+    return json_response(await _item_answer(session, row.id, principal), status_code=201,
+                         headers={"ETag": etag(row.version)})
 
 
 @router.patch("/agenda/items/{item_id}", response_model=ItemRead, summary="Change an item (or move it)",
               description="Absent fields are unchanged, null clears. `section_id` moves the item to the end of "
                           "another section of the same meeting. `If-Match` takes the item's ETag.",
               responses=problem_responses(409, 412, 422))
-async def update_item(item_id: uuid.UUID, body: ItemUpdate, user: Editor, session: SessionDep, now: NowDep,
+async def update_item(item_id: uuid.UUID, body: ItemUpdate, principal: Editor, session: SessionDep, now: NowDep,
                       if_match: IfMatch = None) -> Response:
     row = await service.update_item(session, item_id=item_id, changes=body.model_dump(exclude_unset=True),
-                                    principal=user, expected_version=if_match_version(if_match), now=now)
-    return json_response(await item_read(session, row), headers={"ETag": etag(row.version)})
+                                    principal=principal, expected_version=if_match_version(if_match), now=now)
+    return json_response(await _item_answer(session, row.id, principal), headers={"ETag": etag(row.version)})
 
 
 @router.delete("/agenda/items/{item_id}", status_code=204,
                summary="Delete an item with its tasks and files (soft; purged after the window)")
-async def delete_item(item_id: uuid.UUID, user: Editor, session: SessionDep, now: NowDep) -> None:
-    await service.delete_item(session, item_id=item_id, principal=user, now=now)
+async def delete_item(item_id: uuid.UUID, principal: Editor, session: SessionDep, now: NowDep) -> None:
+    await service.delete_item(session, item_id=item_id, principal=principal, now=now)
 
 
 @router.put("/agenda/sections/{section_id}/items/order", response_model=OrderRead,
             summary="Reorder the items of a section", responses=problem_responses(409, 422))
-async def reorder_items(section_id: uuid.UUID, body: Order, user: Editor, session: SessionDep,
+async def reorder_items(section_id: uuid.UUID, body: Order, principal: Editor, session: SessionDep,
                         now: NowDep) -> OrderRead:
-    ids = await service.reorder_items(session, section_id=section_id, ids=body.ids, principal=user, now=now)
+    ids = await service.reorder_items(session, section_id=section_id, ids=body.ids, principal=principal, now=now)
     return OrderRead(ids=ids)
 
 
@@ -172,28 +184,30 @@ async def reorder_items(section_id: uuid.UUID, body: Order, user: Editor, sessio
 @router.post("/agenda/items/{item_id}/upload-tasks", status_code=201, response_model=TaskList,
              summary="Ask participants to upload material for an item (one PENDING task each)",
              responses=problem_responses(409, 422))
-async def assign_tasks(item_id: uuid.UUID, body: TaskAssign, user: Assigner, session: SessionDep,
+async def assign_tasks(item_id: uuid.UUID, body: TaskAssign, principal: Assigner, session: SessionDep,
                        now: NowDep) -> Response:
     rows = await service.assign_tasks(session, item_id=item_id, assignee_ids=body.assignee_user_ids,
-                                      due_at=body.due_at, principal=user, now=now)
-    return json_response(TaskList(items=[task_read(r) for r in rows]), status_code=201)
+                                      due_at=body.due_at, principal=principal, now=now)
+    answers = await _task_answers(session, item_id, [r.id for r in rows], principal)
+    return json_response(TaskList(items=answers), status_code=201)
 
 
 @router.post("/upload-tasks/{task_id}/cancel", response_model=UploadTaskRead, summary="Cancel a pending task",
              responses=problem_responses(409))
-async def cancel_task(task_id: uuid.UUID, user: Assigner, session: SessionDep, now: NowDep) -> UploadTaskRead:
-    return task_read(await service.cancel_task(session, task_id=task_id, principal=user, now=now))
+async def cancel_task(task_id: uuid.UUID, principal: Assigner, session: SessionDep, now: NowDep) -> UploadTaskRead:
+    task = await service.cancel_task(session, task_id=task_id, principal=principal, now=now)
+    return (await _task_answers(session, task.agenda_item_id, [task.id], principal))[0]
 
 
 @router.delete("/upload-tasks/{task_id}", status_code=204, summary="Delete a task (any state; soft)")
-async def delete_task(task_id: uuid.UUID, user: Assigner, session: SessionDep, now: NowDep) -> None:
-    await service.delete_task(session, task_id=task_id, principal=user, now=now)
+async def delete_task(task_id: uuid.UUID, principal: Assigner, session: SessionDep, now: NowDep) -> None:
+    await service.delete_task(session, task_id=task_id, principal=principal, now=now)
 
 
 @router.get("/me/upload-tasks", response_model=Page[MyUploadTaskRead], summary="My upload tasks",
             description="Soonest due first, undated last.", responses=problem_responses(400))
-async def my_tasks(user: Reader, request: Request, params: PageDep, status: TaskStatus | None = None) -> Response:
-    rows, cursor = await queries.my_tasks(reads(request), principal=user, status=status.value if status else None,
+async def my_tasks(principal: Reader, request: Request, params: PageDep, status: TaskStatus | None = None) -> Response:
+    rows, cursor = await queries.my_tasks(reads(request), principal=principal, status=status.value if status else None,
                                           page=params)
     return json_response(Page[MyUploadTaskRead](items=[MyUploadTaskRead.model_validate(r) for r in rows],
                                                 next_cursor=cursor))
@@ -259,17 +273,17 @@ def _attachment_answer(row: Any, kind: str, **extra: Any) -> dict[str, Any]:
                          "MEETING_ATTACHMENT_MAX_BYTES; 415 `ATTACHMENT_MIME_NOT_ALLOWED` / "
                          "`ATTACHMENT_MIME_MISMATCH`.")
 @streams_body
-async def upload_item_attachment(item_id: uuid.UUID, user: CurrentUser, request: Request) -> Response:
-    if not (user.can(Permission.ATTACHMENT_UPLOAD_ANY) or user.can(Permission.ATTACHMENT_UPLOAD_ASSIGNED)):
+async def upload_item_attachment(item_id: uuid.UUID, principal: CurrentUser, request: Request) -> Response:
+    if not (principal.can(Permission.ATTACHMENT_UPLOAD_ANY) or principal.can(Permission.ATTACHMENT_UPLOAD_ASSIGNED)):
         raise PermissionDenied(f"Requires the permission {Permission.ATTACHMENT_UPLOAD_ASSIGNED.value}",
                                permission=Permission.ATTACHMENT_UPLOAD_ASSIGNED.value)
-    target = await queries.item_upload_target(reads(request), item_id=item_id, principal=user)
+    target = await queries.item_upload_target(reads(request), item_id=item_id, principal=principal)
     if target["identity"] not in queries.PARTICIPANTS:
         raise errors.UploadTaskNotOwned()
     if target["status"] == "CANCELLED":
         raise meeting_errors.MeetingCancelled(meeting_id=target["meeting_id"])
-    if not attachments.may_upload_any(user, target["created_by_id"]) and not (
-            user.can(Permission.ATTACHMENT_UPLOAD_ASSIGNED) and target["holds_task"]):
+    if not attachments.may_upload_any(principal, target["created_by_id"]) and not (
+            principal.can(Permission.ATTACHMENT_UPLOAD_ASSIGNED) and target["holds_task"]):
         raise errors.UploadTaskNotOwned()
     own = _own(request)
     received = await uploads.receive(request, temp_dir=storage.temp_dir(request.app.state.settings),
@@ -277,7 +291,7 @@ async def upload_item_attachment(item_id: uuid.UUID, user: CurrentUser, request:
     now = clock_now(request)
     stored = await _store(request, "agenda-item", received, now)
     row, flipped = await _commit(request, stored, lambda session: attachments.record_item_attachment(
-        session, item_id=item_id, stored=stored, principal=user, now=now, candidate=target["pending_task_id"]))
+        session, item_id=item_id, stored=stored, principal=principal, now=now, candidate=target["pending_task_id"]))
     answer = ItemAttachmentRead.model_validate(_attachment_answer(row, "agenda-item", agenda_item_id=item_id,
                                                                   task_completed_id=flipped))
     return json_response(answer, status_code=201, headers={"Location": answer.download_url})
@@ -290,12 +304,12 @@ async def upload_item_attachment(item_id: uuid.UUID, user: CurrentUser, request:
              description="`multipart/form-data`: the part `file` and an optional `category` (MINUTES, MATERIAL, "
                          "OTHER).")
 @streams_body
-async def upload_meeting_attachment(meeting_id: str, user: CurrentUser, request: Request) -> Response:
-    if not user.can(Permission.ATTACHMENT_UPLOAD_ANY):
+async def upload_meeting_attachment(meeting_id: str, principal: CurrentUser, request: Request) -> Response:
+    if not principal.can(Permission.ATTACHMENT_UPLOAD_ANY):
         raise PermissionDenied(f"Requires the permission {Permission.ATTACHMENT_UPLOAD_ANY.value}",
                                permission=Permission.ATTACHMENT_UPLOAD_ANY.value)
-    target = await queries.meeting_upload_target(reads(request), meeting_id=meeting_id, principal=user)
-    if not attachments.may_upload_any(user, target["created_by_id"]):
+    target = await queries.meeting_upload_target(reads(request), meeting_id=meeting_id, principal=principal)
+    if not attachments.may_upload_any(principal, target["created_by_id"]):
         raise meeting_errors.MeetingActionForbidden(action="upload-meeting-attachment", identity=target["identity"])
     if target["status"] == "CANCELLED":
         raise meeting_errors.MeetingCancelled(meeting_id=meeting_id)
@@ -312,7 +326,7 @@ async def upload_meeting_attachment(meeting_id: str, user: CurrentUser, request:
     now = clock_now(request)
     stored = await _store(request, "meeting", received, now)
     row = await _commit(request, stored, lambda session: attachments.record_meeting_attachment(
-        session, meeting_id=meeting_id, category=category, stored=stored, principal=user, now=now))
+        session, meeting_id=meeting_id, category=category, stored=stored, principal=principal, now=now))
     answer = MeetingAttachmentRead.model_validate(_attachment_answer(row, "meeting", meeting_id=meeting_id,
                                                                      category=category))
     return json_response(answer, status_code=201, headers={"Location": answer.download_url})
@@ -328,8 +342,8 @@ _DOWNLOAD: dict[int | str, dict[str, Any]] = {
 }
 
 
-async def _download(request: Request, user: Principal, kind: str, attachment_id: uuid.UUID) -> Response:
-    row = await queries.download(reads(request), kind=kind, attachment_id=attachment_id, principal=user)
+async def _download(request: Request, principal: Principal, kind: str, attachment_id: uuid.UUID) -> Response:
+    row = await queries.download(reads(request), kind=kind, attachment_id=attachment_id, principal=principal)
     return await downloads.answer(request, storage.of(request.app.state), key=row["storage_path"],
                                   filename=row["filename"], mime_type=row["mime_type"], size=row["size"],
                                   sha256=row["sha256"])
@@ -337,44 +351,45 @@ async def _download(request: Request, user: Principal, kind: str, attachment_id:
 
 @router.get("/attachments/agenda-item/{attachment_id}/download", responses=_DOWNLOAD, response_class=Response,
             summary="Download an item file (participants; Range answered)")
-async def download_item_attachment(attachment_id: uuid.UUID, user: Downloader, request: Request) -> Response:
-    return await _download(request, user, "agenda-item", attachment_id)
+async def download_item_attachment(attachment_id: uuid.UUID, principal: Downloader, request: Request) -> Response:
+    return await _download(request, principal, "agenda-item", attachment_id)
 
 
 @router.get("/attachments/meeting/{attachment_id}/download", responses=_DOWNLOAD, response_class=Response,
             summary="Download a meeting file (participants; Range answered)")
-async def download_meeting_attachment(attachment_id: uuid.UUID, user: Downloader, request: Request) -> Response:
-    return await _download(request, user, "meeting", attachment_id)
+async def download_meeting_attachment(attachment_id: uuid.UUID, principal: Downloader, request: Request) -> Response:
+    return await _download(request, principal, "meeting", attachment_id)
 
 
 @router.delete("/attachments/agenda-item/{attachment_id}", status_code=204,
                summary="Delete an item file (the uploader; managers for anyone's)")
-async def delete_item_attachment(attachment_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+async def delete_item_attachment(attachment_id: uuid.UUID, principal: CurrentUser, session: SessionDep,
                                  now: NowDep) -> None:
-    await attachments.delete_attachment(session, kind="agenda-item", attachment_id=attachment_id, principal=user,
+    await attachments.delete_attachment(session, kind="agenda-item", attachment_id=attachment_id, principal=principal,
                                         now=now)
 
 
 @router.delete("/attachments/meeting/{attachment_id}", status_code=204,
                summary="Delete a meeting file (the uploader; managers for anyone's)")
-async def delete_meeting_attachment(attachment_id: uuid.UUID, user: CurrentUser, session: SessionDep,
+async def delete_meeting_attachment(attachment_id: uuid.UUID, principal: CurrentUser, session: SessionDep,
                                     now: NowDep) -> None:
-    await attachments.delete_attachment(session, kind="meeting", attachment_id=attachment_id, principal=user, now=now)
+    await attachments.delete_attachment(session, kind="meeting", attachment_id=attachment_id, principal=principal,
+                                        now=now)
 
 
 @router.post("/attachments/{kind}/{attachment_id}/restore", status_code=204,
              summary="Restore a deleted file inside the purge window (administrators)",
              responses=problem_responses(409))
-async def restore_attachment(kind: Kind, attachment_id: uuid.UUID, user: Restorer, session: SessionDep, now: NowDep,
-                             settings: SettingsDep, request: Request) -> None:
+async def restore_attachment(kind: Kind, attachment_id: uuid.UUID, principal: Restorer, session: SessionDep,
+                             now: NowDep, settings: SettingsDep, request: Request) -> None:
     await attachments.restore_attachment(
-        session, kind=kind, attachment_id=attachment_id, principal=user, storage=storage.of(request.app.state),
+        session, kind=kind, attachment_id=attachment_id, principal=principal, storage=storage.of(request.app.state),
         purge_days=section(settings, MeetingSettings).meeting_attachment_physical_delete_days, now=now)
 
 
 @router.get("/meetings/{meeting_id}/attachments/deleted", response_model=list[DeletedAttachmentRead],
             summary="Deleted files of a meeting that can still be restored (administrators)")
-async def deleted_attachments(meeting_id: str, user: Restorer, request: Request,
+async def deleted_attachments(meeting_id: str, principal: Restorer, request: Request,
                               limit: Annotated[int, Query(ge=1, le=500)] = 500) -> Response:
     rows = await queries.deleted_attachments(
         reads(request), meeting_id=meeting_id,

@@ -1,4 +1,5 @@
-"""Report routes (`?format=json|csv|xlsx`) and the audit log."""
+"""Report routes (`?format=json|csv|xlsx`): one meeting, one series, the status distribution and the low-attendance
+ranking (tenet.meetings.reports)."""
 
 from __future__ import annotations
 
@@ -7,25 +8,21 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import anyio
-from fastapi import Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from tenet.deps import now as clock_now
 from tenet.deps import reads
 from tenet.iam.auth import require
 from tenet.iam.principal import Principal
-from tenet.kernel.http import json_response, problem_responses
-from tenet.kernel.pagination import Page, PageParams, SqlKeyset, page_params
+from tenet.kernel.http import TenetRoute, json_response, problem_responses
 from tenet.kernel.settings import KernelSettings, section
-from tenet.meetings import errors, reports
-from tenet.meetings.audit import Action as AuditAction
-from tenet.meetings.audit import Resource
-from tenet.meetings.http import router
-from tenet.meetings.permissions import Permission
-from tenet.meetings.schemas import AuditLogRead, LowAttendance, MeetingReport, SeriesReport, StatusDistribution
+from tenet.meetings import queries, reports
+from tenet.meetings.permissions import TAG, Permission
+from tenet.meetings.schemas import LowAttendance, MeetingReport, SeriesReport, StatusDistribution
 from tenet.meetings.settings import MeetingSettings
 
+router = APIRouter(prefix=queries.BASE, tags=[TAG], route_class=TenetRoute, responses=problem_responses(401, 403, 404))
 ReportReader = Annotated[Principal, Depends(require(Permission.REPORT_READ))]
-AuditReader = Annotated[Principal, Depends(require(Permission.AUDIT_READ))]
 Format = Annotated[Literal["json", "csv", "xlsx"], Query(alias="format")]
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 _EXPORTS: dict[int | str, dict[str, Any]] = {
@@ -59,9 +56,9 @@ def _summary_row(report: dict[str, Any]) -> dict[str, Any]:
 
 @router.get("/reports/meetings/{meeting_id}", response_model=MeetingReport,
             summary="Report of one meeting (managers; leaders of meetings they organize)", responses=_EXPORTS)
-async def meeting_report(meeting_id: str, user: ReportReader, request: Request,
+async def meeting_report(meeting_id: str, principal: ReportReader, request: Request,
                          fmt: Format = "json") -> Response:
-    report = await reports.meeting_report(reads(request), meeting_id=meeting_id, principal=user,
+    report = await reports.meeting_report(reads(request), meeting_id=meeting_id, principal=principal,
                                           now=clock_now(request))
     if fmt == "json":
         return json_response(MeetingReport.model_validate(report))
@@ -74,9 +71,10 @@ async def meeting_report(meeting_id: str, user: ReportReader, request: Request,
 
 @router.get("/reports/series/{series_id}", response_model=SeriesReport,
             summary="Report of a series: per meeting and per attendee (started occurrences)", responses=_EXPORTS)
-async def series_report(series_id: uuid.UUID, user: ReportReader, request: Request, fmt: Format = "json",
+async def series_report(series_id: uuid.UUID, principal: ReportReader, request: Request, fmt: Format = "json",
                         table: Annotated[Literal["meetings", "attendees"], Query()] = "attendees") -> Response:
-    report = await reports.series_report(reads(request), series_id=series_id, principal=user, now=clock_now(request))
+    report = await reports.series_report(reads(request), series_id=series_id, principal=principal,
+                                         now=clock_now(request))
     if fmt == "json":
         return json_response(SeriesReport.model_validate(report))
     return await _export(fmt, f"series-report-{series_id}", [
@@ -97,14 +95,14 @@ def _bounds(request: Request, start: str, end: str, tz: str | None) -> tuple[dat
             description="Half-open `[from, to)` on the start time, at most `TENET_REPORT_MAX_RANGE_DAYS`; "
                         "managers count every meeting, leaders the ones they organize.",
             responses={**_EXPORTS, **problem_responses(422)})
-async def status_distribution(user: ReportReader, request: Request,
+async def status_distribution(principal: ReportReader, request: Request,
                               start: Annotated[str, Query(alias="from", max_length=40)],
                               end: Annotated[str, Query(alias="to", max_length=40)],
                               tz: Annotated[str | None, Query(max_length=64)] = None,
                               series_id: uuid.UUID | None = None,
                               fmt: Format = "json") -> Response:
     first, last, max_days = _bounds(request, start, end, tz)
-    report = await reports.status_distribution(reads(request), principal=user, start=first, end=last,
+    report = await reports.status_distribution(reads(request), principal=principal, start=first, end=last,
                                                max_days=max_days, series_id=series_id, now=clock_now(request))
     if fmt == "json":
         return json_response(StatusDistribution.model_validate(report))
@@ -115,7 +113,7 @@ async def status_distribution(user: ReportReader, request: Request,
             summary="Lowest attendance rates: attendees and meetings",
             description="Attendees expected at `min_meetings` or more; ascending by rate, ties by more expected.",
             responses={**_EXPORTS, **problem_responses(422)})
-async def low_attendance(user: ReportReader, request: Request,
+async def low_attendance(principal: ReportReader, request: Request,
                          start: Annotated[str, Query(alias="from", max_length=40)],
                          end: Annotated[str, Query(alias="to", max_length=40)],
                          tz: Annotated[str | None, Query(max_length=64)] = None,
@@ -124,7 +122,7 @@ async def low_attendance(user: ReportReader, request: Request,
                          fmt: Format = "json",
                          table: Annotated[Literal["attendees", "meetings"], Query()] = "attendees") -> Response:
     first, last, max_days = _bounds(request, start, end, tz)
-    report = await reports.low_attendance(reads(request), principal=user, start=first, end=last, max_days=max_days,
+    report = await reports.low_attendance(reads(request), principal=principal, start=first, end=last, max_days=max_days,
                                           limit=limit, min_meetings=min_meetings, now=clock_now(request))
     if fmt == "json":
         return json_response(LowAttendance.model_validate(report))
@@ -134,53 +132,3 @@ async def low_attendance(user: ReportReader, request: Request,
         ("Meetings", ("meeting_id", "title", "start_time", "expected", "attended", "attendance_rate"),
          report["meetings"]),
     ], table=table)
-
-
-# --- audit log -------------------------------------------------------------------------------------------
-
-AUDIT_KEYSET = SqlKeyset(("l.id",), (int,), descending=True)
-AUDIT_SQL = """
-    SELECT l.id, l.occurred_at, l.action, l.resource, l.resource_id, l.meeting_id, l.series_id, l.actor_type,
-           l.actor_id, l.request_id, l.changes
-      FROM meeting_attendance.audit_logs l
-     WHERE {filters} AND {after} ORDER BY {order} LIMIT %(limit)s
-"""
-
-
-@router.get("/audit-logs", response_model=Page[AuditLogRead], summary="The meeting-attendance audit log",
-            description="Newest first. `resource` and `action` are the constants of the log (an unknown one is "
-                        "422, not an empty page).", responses=problem_responses(400, 422))
-async def audit_logs(
-    user: AuditReader, request: Request, params: Annotated[PageParams, Depends(page_params)],
-    resource: Resource | None = None, action: AuditAction | None = None,
-    meeting_id: Annotated[str | None, Query(pattern="^[0-9A-Za-z]{1,32}$")] = None,
-    series_id: uuid.UUID | None = None,
-    actor_id: Annotated[str | None, Query(pattern="^[0-9A-Za-z_.:-]{1,64}$")] = None,
-    start: Annotated[datetime | None, Query(alias="from")] = None,
-    end: Annotated[datetime | None, Query(alias="to")] = None,
-) -> Response:
-    if any(v is not None and v.tzinfo is None for v in (start, end)):
-        raise errors.ReportRangeInvalid("from and to must carry an offset")
-    reports.check_window(start, end)
-    if start is not None and end is not None and end <= start:
-        raise errors.ReportRangeInvalid("to must be after from")
-    filters, values = ["TRUE"], {}
-    for name, value, clause in (
-        ("resource", resource.value if resource else None, "l.resource = %(resource)s"),
-        ("action", action.value if action else None, "l.action = %(action)s"),
-        ("meeting_id", meeting_id, "l.meeting_id = %(meeting_id)s"),
-        ("series_id", series_id, "l.series_id = %(series_id)s"),
-        ("actor_id", actor_id, "l.actor_id = %(actor_id)s"),
-        ("from", start, "l.occurred_at >= %(from)s"),
-        ("to", end, "l.occurred_at < %(to)s"),
-    ):
-        if value is not None:
-            filters.append(clause)
-            values[name] = value
-    after, after_params = AUDIT_KEYSET.after(params)
-    rows = await reads(request).all(AUDIT_SQL.format(filters=" AND ".join(filters), after=after,
-                                                     order=AUDIT_KEYSET.order_by),
-                                    {**values, **after_params, "limit": AUDIT_KEYSET.fetch_limit(params)})
-    items, cursor = AUDIT_KEYSET.page(rows, params, key=lambda r: (r["id"],))
-    return json_response(Page[AuditLogRead](items=[AuditLogRead.model_validate({**r, "id": str(r["id"])})
-                                                   for r in items], next_cursor=cursor))

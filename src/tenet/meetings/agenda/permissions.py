@@ -1,11 +1,8 @@
-"""The agenda's router (the whole path on it: /api/v1/meeting-attendance/...) and its written permission table,
-spec §权限矩阵 row by row (tests/meetings/agenda/test_permission_matrix.py checks each row)."""
+"""The agenda's written permission table, spec §权限矩阵 row by row (tests/meetings/agenda/test_permission_matrix.py
+checks each row), and the OpenAPI tag of its routes (tenet.meetings.agenda.api). Its points are the meetings
+domain's (tenet.meetings.permissions)."""
 
 from __future__ import annotations
-
-from fastapi import APIRouter
-
-from tenet.kernel.http import API_PREFIX, TenetRoute, problem_responses
 
 TAG = "meeting agenda"
 PERMISSION_TABLE = """\
@@ -37,6 +34,3 @@ TAG_DESCRIPTION = (
     "are purged after `MEETING_ATTACHMENT_PHYSICAL_DELETE_DAYS`; an administrator may restore them until then.\n\n"
     "**Who may do what**:\n\n" + PERMISSION_TABLE
 )
-
-router = APIRouter(prefix=API_PREFIX + "/meeting-attendance", tags=[TAG], route_class=TenetRoute,
-                   responses=problem_responses(401, 403, 404))

@@ -1,25 +1,25 @@
-"""Check-in routes: signed-in users, and guests without login (public, rate limited)."""
+"""Check-in routes: signed-in users, and guests without login (public, rate limited). Commands are
+tenet.meetings.checkin's."""
 
 from __future__ import annotations
 
 import ipaddress
 from typing import Annotated
 
-from fastapi import Depends, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 
 from tenet.deps import NowDep, SessionDep, client_address, reads
 from tenet.deps import now as clock_now
 from tenet.iam.auth import require
 from tenet.iam.principal import Principal
-from tenet.kernel.http import json_response, problem_responses
+from tenet.kernel.http import TenetRoute, json_response, problem_responses
 from tenet.kernel.settings import section
-from tenet.meetings import checkin, errors, queries
-from tenet.meetings.http import router
-from tenet.meetings.permissions import Permission
-from tenet.meetings.routes_meetings import check_in_codes
+from tenet.meetings import checkin, codes, errors, queries
+from tenet.meetings.permissions import TAG, Permission
 from tenet.meetings.schemas import CheckInRequest, CheckInResult, GuestCheckInRequest, PublicMeetingRead
 from tenet.meetings.settings import MeetingSettings
 
+router = APIRouter(prefix=queries.BASE, tags=[TAG], route_class=TenetRoute, responses=problem_responses(401, 403, 404))
 CheckInUser = Annotated[Principal, Depends(require(Permission.CHECK_IN))]
 
 _REFUSALS = (
@@ -42,11 +42,11 @@ def _answer(outcome: checkin.CheckInOutcome) -> Response:
                          "attendee you are counted as a walk-in. " + _REFUSALS,
              responses={200: {"model": CheckInResult, "description": "Already checked in"},
                         **problem_responses(403, 409, 422)})
-async def check_in(meeting_id: str, body: CheckInRequest, user: CheckInUser, session: SessionDep, now: NowDep,
+async def check_in(meeting_id: str, body: CheckInRequest, principal: CheckInUser, session: SessionDep, now: NowDep,
                    request: Request) -> Response:
     outcome = await checkin.check_in_user(
-        session, meeting_id=queries.valid_meeting_id(meeting_id), user_id=user.id, mode=body.mode.value,
-        device_id=body.device_id, code=body.code, now=now, codes=check_in_codes(request))
+        session, meeting_id=queries.valid_meeting_id(meeting_id), principal_id=principal.id, mode=body.mode.value,
+        device_id=body.device_id, code=body.code, now=now, codes=codes.signer(request.app.state))
     return _answer(outcome)
 
 
@@ -89,5 +89,5 @@ async def guest_check_in(meeting_id: str, body: GuestCheckInRequest, session: Se
         raise errors.MeetingNotFound()
     outcome = await checkin.check_in_guest(
         session, meeting_id=meeting_id, guest=guest, mode=body.mode.value, device_id=body.device_id, code=body.code,
-        now=now, client_address=recorded_address, codes=check_in_codes(request))
+        now=now, client_address=recorded_address, codes=codes.signer(request.app.state))
     return _answer(outcome)

@@ -1,0 +1,18 @@
+"""Routes of meeting attendance: /api/v1/meeting-attendance (API.md "Meeting attendance"), one module per aggregate
+(meetings, series, templates, check-in, attendances, reports, the audit log), the agenda's
+(tenet.meetings.agenda.api) and the public pages (tenet.meetings.pages). Each module carries its own router with the
+whole path on it, so metrics and logs see complete route templates."""
+
+from __future__ import annotations
+
+from tenet.meetings.agenda import api as agenda
+from tenet.meetings.agenda import permissions as agenda_permissions
+from tenet.meetings.api import attendances, audit, checkin, meetings, reports, series, templates
+from tenet.meetings.pages import router as pages_router
+from tenet.meetings.permissions import TAG, TAG_DESCRIPTION
+
+# In the order the routes were declared on the domain's one router before it was split (the OpenAPI document's).
+ROUTERS = (attendances.router, checkin.router, meetings.router, reports.router, audit.router, series.router,
+           templates.router, agenda.router, pages_router)
+OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},
+                {"name": agenda_permissions.TAG, "description": agenda_permissions.TAG_DESCRIPTION})
