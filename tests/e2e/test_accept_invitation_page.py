@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import httpx
 import pytest
@@ -42,14 +43,18 @@ def invite(base: str, owner: dict[str, str], email: str, workspace: str = "Atlas
     assert invited.status_code == 201, invited.text
 
 
-def link_from_mail(smtp_server, to: str) -> str:
-    for _ in range(3):
-        for message in smtp_server.wait_for(1):
+def link_from_mail(smtp_server, to: str, timeout: float = 30.0) -> str:
+    # The server is shared by the session and holds earlier tests' mail: wait for this recipient's, not for
+    # "one more message" (`wait_for(1)` returned at once, and a slow delivery failed the test).
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for message in smtp_server.messages:
             if message["To"] == to:
                 text = message.get_payload(decode=True).decode()  # the body is quoted-printable on the wire
                 match = re.search(r"(http://\S+/invitations/accept\?token=\S+)", text)
                 assert match, text
                 return match.group(1)
+        time.sleep(0.1)
     pytest.fail(f"no invitation mail to {to}")
 
 
