@@ -357,7 +357,7 @@ class SocialCommands(RuleBasedStateMachine):
         for item_id, owner_id in rows:
             for person in self.people:
                 expected = _oracle(item_id, owner_id, person.id, subs, members)
-                row = await self.db.reads.one(queries.item_sql(), {"me": person.id, "id": item_id})
+                row = await self.db.reads.one(queries.ITEM_SQL, {"me": person.id, "id": item_id})
                 got = int(row["my_bits"]) if row else 0
                 assert got == expected, (item_id, person.id, got, expected)
 

@@ -46,6 +46,7 @@ from tenet.kernel.audit import Actor
 from tenet.kernel.clock import Clock
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.errors import DomainError, PreconditionFailed
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, transition
 from tenet.social import errors, items, lifecycles, recurrence
 from tenet.social.common import require_active_accounts
@@ -685,12 +686,12 @@ async def _todo_from_schedule(session: AsyncSession, job: AutomationJob, claimed
     tomorrow = claimed.scheduled_at.astimezone(tz).date() + timedelta(days=1)
     window = (datetime.combine(tomorrow, time(0), tzinfo=tz).astimezone(UTC),
               datetime.combine(tomorrow + timedelta(days=1), time(0), tzinfo=tz).astimezone(UTC))
-    candidates = (await session.execute(text(queries.sqlalchemy(queries.WINDOW_IDS_SQL)),
-                                        {"me": job.owner_id, "from": window[0], "to": window[1],
-                                         "limit": todos.MAX_EXTRACTED})).scalars().all()
+    candidates = await (await statements(session)).all(queries.WINDOW_IDS_SQL, {
+        "me": job.owner_id, "from": window[0], "to": window[1], "limit": todos.MAX_EXTRACTED})
     if not candidates:
         return {"created": 0, "existing": 0}
-    _, created, existing = await todos.extract(session, owner_id=job.owner_id, item_ids=list(candidates),
+    _, created, existing = await todos.extract(session, owner_id=job.owner_id,
+                                               item_ids=[row["id"] for row in candidates],
                                                window=window, priority=param(job, "priority"), now=now)
     return {"created": len(created), "existing": len(existing)}
 

@@ -16,7 +16,6 @@ moment it commits (tests/concurrency/test_social_races.py proves it fails withou
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -32,60 +31,15 @@ from tenet.kernel.db_errors import add_unique
 from tenet.kernel.errors import DomainError
 from tenet.kernel.ratelimit import consume_in
 from tenet.kernel.settings import Rate
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, transition
-from tenet.social import errors, lifecycles, recurrence
+from tenet.social import errors, lifecycles, queries, recurrence
 from tenet.social.common import active_account_ids, is_active_account, require_active_accounts
 from tenet.social.models import SUBSCRIPTION_UNIQUE, InboxMessage, ScheduleItem, ScheduleSubscription
+from tenet.social.permissions import EDIT, INVITE, ROLE_BITS, VIEW, bits_of, canonical, names_of
 
-VIEW, INVITE, EDIT = 1, 2, 4
-ALL = VIEW | INVITE | EDIT
-NAMES = {VIEW: "view", INVITE: "invite", EDIT: "edit"}
-ROLE_BITS = {"creator": ALL, "admin": VIEW | INVITE, "member": VIEW}
-
-
-def bits_of(permission: Iterable[str]) -> int:
-    return sum(bit for bit, name in NAMES.items() if name in set(permission))
-
-
-def names_of(bits: int) -> list[str]:
-    """The canonical array (SOC-INV-11): view first, then invite, then edit."""
-    return [NAMES[bit] for bit in (VIEW, INVITE, EDIT) if bits & bit]
-
-
-def canonical(permission: list[str]) -> list[str]:
-    """A permission set given in any order, without duplicates, containing view: its canonical array."""
-    if len(set(permission)) != len(permission) or "view" not in permission or not set(permission) <= set(
-            NAMES.values()):
-        raise errors.PermissionSetInvalid(permission=[str(p)[:10] for p in permission[:3]])
-    return names_of(bits_of(permission))
-
-
-# The caller's bits on one item (the rule above), as one statement; also the read path's visibility check.
-PERMISSION_SQL = """
-    SELECT i.id, CASE
-        WHEN i.owner_id = %(me)s THEN 7
-        WHEN d.permission IS NOT NULL THEN social.permission_bits(d.permission)
-        ELSE coalesce((SELECT bit_or(social.permission_bits(s.permission) & social.role_bits(gm.role))
-                         FROM social.schedule_subscriptions s
-                         JOIN social.groups g ON g.id = s.subscriber_group_id AND g.status = 'active'
-                         JOIN social.group_members gm ON gm.group_id = g.id AND gm.user_id = %(me)s
-                                                      AND gm.status IN ('active', 'muted')
-                        WHERE s.item_id = i.id AND s.subject_type = 'group' AND s.status IN ('active', 'paused')), 0)
-        END AS bits
-      FROM social.schedule_items i
-      LEFT JOIN social.schedule_subscriptions d ON d.item_id = i.id AND d.subscriber_id = %(me)s
-                                               AND d.subject_type = 'user' AND d.status IN ('active', 'paused')
-"""
-
-
-def _sqlalchemy(sql: str) -> str:
-    """psycopg's %(name)s placeholders as SQLAlchemy's :name."""
-    import re
-
-    return re.sub(r"%\((\w+)\)s", r":\1", sql)
-
-
-_PERMISSION_ONE = text(_sqlalchemy(PERMISSION_SQL) + " WHERE i.id = :item")
+_PERMISSION_ONE = queries.PERMISSION_SQL + " WHERE i.id = %(item)s"
+_PERMISSION_ANY = queries.PERMISSION_SQL + " WHERE i.id = ANY(%(ids)s)"
 
 
 @dataclass(frozen=True)
@@ -124,8 +78,9 @@ async def decide(session: AsyncSession, item_id: uuid.UUID, user_id: uuid.UUID) 
     if item is None:
         raise errors.ScheduleItemNotFound()
     await _share_lock_granting_groups(session, item_id, user_id)
-    bits = (await session.execute(_PERMISSION_ONE, {"item": item_id, "me": user_id})).one().bits
-    decision = Decision(item, int(bits))
+    row = await (await statements(session)).one(_PERMISSION_ONE, {"item": item_id, "me": user_id})
+    assert row is not None  # the item is locked: it exists
+    decision = Decision(item, int(row["bits"]))
     if not decision.bits & VIEW:
         raise errors.ScheduleItemNotFound()
     return decision
@@ -135,9 +90,8 @@ async def viewable(session: AsyncSession, item_ids: list[uuid.UUID], user_id: uu
     """The caller's bits on each of `item_ids` that exists and is viewable (no lock: reads for extraction)."""
     if not item_ids:
         return {}
-    rows = await session.execute(text(_sqlalchemy(PERMISSION_SQL) + " WHERE i.id = ANY(:ids)"),
-                                 {"ids": list(item_ids), "me": user_id})
-    return {row.id: int(row.bits) for row in rows if row.bits & VIEW}
+    rows = await (await statements(session)).all(_PERMISSION_ANY, {"ids": list(item_ids), "me": user_id})
+    return {row["id"]: int(row["bits"]) for row in rows if row["bits"] & VIEW}
 
 
 # --- items ---------------------------------------------------------------------------------------------
@@ -156,8 +110,14 @@ async def _check_series(**fields: Any) -> recurrence.Series:
 
 
 async def create_item(session: AsyncSession, *, owner_id: uuid.UUID, title: str, description: str | None,
-                      start_at: datetime, end_at: datetime, timezone: str, recurrence_rule: str | None,
-                      source_type: str, status: str, now: datetime) -> ScheduleItem:
+                      start_at: datetime, end_at: datetime, timezone: str | None, recurrence_rule: str | None,
+                      source_type: str, status: str, now: datetime, default_timezone: str | None = None
+                      ) -> ScheduleItem:
+    """An item of the caller's; without a time zone, in theirs (settings), else `default_timezone`."""
+    if timezone is None:
+        if default_timezone is None:
+            raise TypeError("an item needs a time zone, or a default zone to fall back on")
+        timezone = await default_timezone_of(session, owner_id, default_timezone)
     series = await _check_series(start_at=start_at, end_at=end_at, timezone=timezone, recurrence_rule=recurrence_rule)
     await require_active_accounts(session, [owner_id])
     item = ScheduleItem(id=uuid.uuid4(), owner_id=owner_id, title=title, description=description, start_at=start_at,

@@ -1,4 +1,5 @@
-"""Group roles and what each may do: the permission table as data (design §5.2).
+"""Who may do what: group roles and what each may do (the permission table as data, design §5.2), and the bits
+of a holder's rights on a schedule item.
 
 A declaration on the kernel's role matrix (tenet.kernel.roles): the service checks with `require`; the OpenAPI
 description of the social tag and docs/decisions.md show the table rendered by `permission_table_markdown()` (a
@@ -8,6 +9,7 @@ the caller may act on (removal).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 from tenet.kernel.errors import DomainError
@@ -73,3 +75,32 @@ MATRIX = RoleMatrix(GroupRole, PERMISSIONS, descriptions=ACTION_DESCRIPTIONS, ta
 allowed = MATRIX.allowed
 require = MATRIX.require
 permission_table_markdown = MATRIX.markdown
+
+
+# --- item permissions (SOC-INV-11, SOC-INV-13) ----------------------------------------------------------
+# A holder's rights on a schedule item as bits, as the SQL functions social.permission_bits / social.role_bits
+# count them; the rule that combines them is queries.PERMISSION_SQL.
+
+VIEW, INVITE, EDIT = 1, 2, 4
+ALL = VIEW | INVITE | EDIT
+NAMES = {VIEW: "view", INVITE: "invite", EDIT: "edit"}
+# What a group subscription grants at most, by the member's role (§C.2).
+ROLE_BITS = {GroupRole.CREATOR: ALL, GroupRole.ADMIN: VIEW | INVITE, GroupRole.MEMBER: VIEW}
+
+
+def bits_of(permission: Iterable[str]) -> int:
+    wanted = set(permission)
+    return sum(bit for bit, name in NAMES.items() if name in wanted)
+
+
+def names_of(bits: int) -> list[str]:
+    """The canonical array (SOC-INV-11): view first, then invite, then edit."""
+    return [NAMES[bit] for bit in (VIEW, INVITE, EDIT) if bits & bit]
+
+
+def canonical(permission: list[str]) -> list[str]:
+    """A permission set given in any order, without duplicates, containing view: its canonical array."""
+    if len(set(permission)) != len(permission) or "view" not in permission or not set(permission) <= set(
+            NAMES.values()):
+        raise errors.PermissionSetInvalid(permission=[str(p)[:10] for p in permission[:3]])
+    return names_of(bits_of(permission))
