@@ -4,7 +4,7 @@ Both are periodic (every minute; procrastinate defers each tick once however man
 recovers runs of dead workers, materialises due slots, then drains; the drainer only drains, so with two or more
 workers the runs of a busy minute execute in parallel. Any number of either at once is safe: due jobs are locked
 FOR UPDATE SKIP LOCKED, a slot is unique per job, and runs are claimed FOR UPDATE SKIP LOCKED
-(tests/concurrency/test_social_automation_races.py). A run-now request waits for the next tick (at most a
+(tests/concurrency/test_social_races.py). A run-now request waits for the next tick (at most a
 minute).
 """
 

@@ -58,7 +58,7 @@ async def job_types(principal: CurrentUser) -> list[JobTypeRead]:
 async def create_automation(body: AutomationCreate, principal: CurrentUser, session: SessionDep, now: NowDep,
                             settings: SettingsDep, request: Request) -> AutomationJobRead:
     job = await automations.create_job(
-        session, owner_id=principal.id, name=body.name, job_type=body.job_type, target_type=body.target_type.value,
+        session, principal_id=principal.id, name=body.name, job_type=body.job_type, target_type=body.target_type.value,
         target_id=body.target_id, params=body.params, schedule_type=body.schedule_type.value,
         schedule_time=clock_time(body.schedule_time), schedule_weekday=body.schedule_weekday,
         status=body.status.value, limit=own(settings).social_automations_per_user,
@@ -93,7 +93,7 @@ async def patch_automation(job_id: uuid.UUID, body: AutomationUpdate, principal:
         raise errors.AutomationInvalid("name, params, schedule_type, schedule_time and target_type cannot be null")
     if "schedule_time" in changes:
         changes["schedule_time"] = clock_time(changes["schedule_time"])
-    await automations.update_job(session, job_id=job_id, owner_id=principal.id, changes=changes,
+    await automations.update_job(session, job_id=job_id, principal_id=principal.id, changes=changes,
                                  expected_version=if_match_version(if_match),
                                  default_timezone=default_zone(request), now=now)
     return await _answer(session, principal.id, job_id, request)
@@ -101,13 +101,13 @@ async def patch_automation(job_id: uuid.UUID, body: AutomationUpdate, principal:
 
 @router.delete("/automations/{job_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete an automation")
 async def delete_automation(job_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep) -> None:
-    await automations.delete_job(session, job_id=job_id, owner_id=principal.id, now=now)
+    await automations.delete_job(session, job_id=job_id, principal_id=principal.id, now=now)
 
 
 def _toggle(enabled: bool) -> Callable[..., Awaitable[AutomationJobRead]]:
     async def handler(job_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep,
                       request: Request) -> AutomationJobRead:
-        await automations.set_enabled(session, job_id=job_id, owner_id=principal.id, enabled=enabled,
+        await automations.set_enabled(session, job_id=job_id, principal_id=principal.id, enabled=enabled,
                                       default_timezone=default_zone(request), now=now)
         return await _answer(session, principal.id, job_id, request)
 
@@ -128,7 +128,7 @@ router.post("/automations/{job_id}/disable", response_model=AutomationJobRead, s
              responses=problem_responses(409))
 async def run_automation_now(job_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep,
                              settings: SettingsDep) -> AutomationRunRead:
-    run = await automations.run_now(session, job_id=job_id, owner_id=principal.id,
+    run = await automations.run_now(session, job_id=job_id, principal_id=principal.id,
                                     max_attempts=own(settings).automation_max_attempts, now=now)
     row = await queries.run(await reread(session), principal_id=principal.id, job_id=job_id, run_id=run.id)
     return AutomationRunRead.model_validate(row)

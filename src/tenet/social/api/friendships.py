@@ -33,7 +33,7 @@ async def request_friendship(body: FriendshipCreate, principal: CurrentUser, ses
                              settings: SettingsDep, response: Response) -> FriendshipRead:
     social_settings = own(settings)
     friendship, created = await friends.request(
-        session, user_id=principal.id, target_id=body.user_id,
+        session, principal_id=principal.id, target_id=body.user_id,
         cooldown=timedelta(days=social_settings.social_friend_request_cooldown_days),
         inbox_limit=social_settings.social_inbox_write_limit, now=now)
     if not created:
@@ -63,7 +63,7 @@ async def get_friendship(friendship_id: uuid.UUID, principal: CurrentUser, reque
 def _friendship_action(action: str) -> Callable[..., Awaitable[FriendshipRead]]:
     async def handler(friendship_id: uuid.UUID, principal: CurrentUser, session: SessionDep,
                       now: NowDep) -> FriendshipRead:
-        await friends.act(session, friendship_id=friendship_id, user_id=principal.id, action=action, now=now)
+        await friends.act(session, friendship_id=friendship_id, principal_id=principal.id, action=action, now=now)
         return await _answer(session, principal.id, friendship_id)
 
     handler.__name__ = f"{action}_friendship"
@@ -81,11 +81,11 @@ for _action in ("accept", "decline", "cancel", "block", "unblock"):
              responses=problem_responses(409, 422))
 async def block_person(body: FriendshipCreate, principal: CurrentUser, session: SessionDep,
                        now: NowDep) -> FriendshipRead:
-    friendship = await friends.block_person(session, user_id=principal.id, target_id=body.user_id, now=now)
+    friendship = await friends.block_person(session, principal_id=principal.id, target_id=body.user_id, now=now)
     return await _answer(session, principal.id, friendship.id)
 
 
 @router.delete("/friendships/{friendship_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Unfriend",
                responses=problem_responses(409))
 async def unfriend(friendship_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep) -> None:
-    await friends.act(session, friendship_id=friendship_id, user_id=principal.id, action="unfriend", now=now)
+    await friends.act(session, friendship_id=friendship_id, principal_id=principal.id, action="unfriend", now=now)

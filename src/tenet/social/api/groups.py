@@ -42,7 +42,7 @@ async def _member(session: AsyncSession, principal_id: uuid.UUID, group_id: uuid
              summary="Create a group; you are its creator", responses=problem_responses(422, 429))
 async def create_group(body: GroupCreate, principal: CurrentUser, session: SessionDep, now: NowDep,
                        settings: SettingsDep) -> GroupRead:
-    group = await groups.create_group(session, owner_id=principal.id, name=body.name, description=body.description,
+    group = await groups.create_group(session, principal_id=principal.id, name=body.name, description=body.description,
                                       visibility=body.visibility.value,
                                       creation_limit=own(settings).social_group_creation_limit, now=now)
     return await _answer(session, principal.id, group.id)
@@ -70,7 +70,7 @@ async def patch_group(group_id: uuid.UUID, body: GroupUpdate, principal: Current
     changes = values_of(body.model_dump(exclude_unset=True))
     if changes.get("name", "") is None or changes.get("visibility", "") is None:
         raise null_field()
-    await groups.update_group(session, group_id=group_id, actor_id=principal.id, changes=changes,
+    await groups.update_group(session, group_id=group_id, principal_id=principal.id, changes=changes,
                               expected_version=if_match_version(if_match), now=now)
     return await _answer(session, principal.id, group_id)
 
@@ -78,7 +78,7 @@ async def patch_group(group_id: uuid.UUID, body: GroupUpdate, principal: Current
 @router.post("/groups/{group_id}/archive", response_model=GroupRead, summary="Archive the group (creator)",
              responses=problem_responses(409))
 async def archive_group(group_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep) -> GroupRead:
-    await groups.archive_group(session, group_id=group_id, actor_id=principal.id, now=now)
+    await groups.archive_group(session, group_id=group_id, principal_id=principal.id, now=now)
     return await _answer(session, principal.id, group_id)
 
 
@@ -86,7 +86,7 @@ async def archive_group(group_id: uuid.UUID, principal: CurrentUser, session: Se
              responses=problem_responses(409))
 async def unarchive_group(group_id: uuid.UUID, principal: CurrentUser, session: SessionDep,
                           now: NowDep) -> GroupRead:
-    await groups.archive_group(session, group_id=group_id, actor_id=principal.id, now=now, unarchive=True)
+    await groups.archive_group(session, group_id=group_id, principal_id=principal.id, now=now, unarchive=True)
     return await _answer(session, principal.id, group_id)
 
 
@@ -94,7 +94,7 @@ async def unarchive_group(group_id: uuid.UUID, principal: CurrentUser, session: 
              responses=problem_responses(409))
 async def join_group(group_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep,
                      settings: SettingsDep) -> GroupMemberRead:
-    await groups.join(session, group_id=group_id, user_id=principal.id,
+    await groups.join(session, group_id=group_id, principal_id=principal.id,
                       max_members=own(settings).social_group_max_members, now=now)
     return await _member(session, principal.id, group_id, principal.id)
 
@@ -112,7 +112,7 @@ async def list_members(group_id: uuid.UUID, principal: CurrentUser, request: Req
 async def invite(group_id: uuid.UUID, body: GroupInvite, principal: CurrentUser, session: SessionDep, now: NowDep,
                  settings: SettingsDep) -> GroupInvitationRead:
     social_settings = own(settings)
-    message = await groups.invite(session, group_id=group_id, actor_id=principal.id, user_id=body.user_id,
+    message = await groups.invite(session, group_id=group_id, principal_id=principal.id, user_id=body.user_id,
                                   inbox_limit=social_settings.social_inbox_write_limit,
                                   max_members=social_settings.social_group_max_members, now=now)
     row = await queries.invitation(await reread(session), principal_id=principal.id, group_id=group_id,
@@ -131,7 +131,7 @@ async def list_invitations(group_id: uuid.UUID, principal: CurrentUser, request:
                summary="Revoke an open invitation", responses=problem_responses(409))
 async def revoke_invitation(group_id: uuid.UUID, invitation_id: uuid.UUID, principal: CurrentUser,
                             session: SessionDep, now: NowDep) -> None:
-    await groups.revoke_invitation(session, group_id=group_id, invitation_id=invitation_id, actor_id=principal.id,
+    await groups.revoke_invitation(session, group_id=group_id, invitation_id=invitation_id, principal_id=principal.id,
                                    now=now)
 
 
@@ -140,7 +140,7 @@ async def revoke_invitation(group_id: uuid.UUID, invitation_id: uuid.UUID, princ
               responses=problem_responses(409, 422))
 async def patch_member(group_id: uuid.UUID, user_id: uuid.UUID, body: MemberUpdate, principal: CurrentUser,
                        session: SessionDep, now: NowDep) -> GroupMemberRead:
-    await groups.change_member(session, group_id=group_id, actor_id=principal.id, user_id=user_id,
+    await groups.change_member(session, group_id=group_id, principal_id=principal.id, user_id=user_id,
                                role=body.role.value if body.role else None,
                                status=body.status.value if body.status else None, now=now)
     return await _member(session, principal.id, group_id, user_id)
@@ -150,4 +150,4 @@ async def patch_member(group_id: uuid.UUID, user_id: uuid.UUID, body: MemberUpda
                summary="Remove a member, or leave when it is yourself", responses=problem_responses(409))
 async def remove_member(group_id: uuid.UUID, user_id: uuid.UUID, principal: CurrentUser, session: SessionDep,
                         now: NowDep) -> None:
-    await groups.remove_member(session, group_id=group_id, actor_id=principal.id, user_id=user_id, now=now)
+    await groups.remove_member(session, group_id=group_id, principal_id=principal.id, user_id=user_id, now=now)

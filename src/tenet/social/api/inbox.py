@@ -53,7 +53,7 @@ async def get_message(message_id: uuid.UUID, principal: CurrentUser, request: Re
              responses=problem_responses(409))
 async def read_message(message_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep
                        ) -> InboxMessageRead:
-    await inbox.read(session, message_id=message_id, user_id=principal.id, now=now)
+    await inbox.read(session, message_id=message_id, principal_id=principal.id, now=now)
     row = await queries.message(await reread(session), principal_id=principal.id, message_id=message_id)
     return InboxMessageRead.model_validate(row)
 
@@ -63,7 +63,7 @@ async def read_message(message_id: uuid.UUID, principal: CurrentUser, session: S
              responses=problem_responses(409))
 async def dismiss_message(message_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep
                           ) -> InboxMessageRead:
-    await inbox.dismiss(session, message_id=message_id, user_id=principal.id, now=now)
+    await inbox.dismiss(session, message_id=message_id, principal_id=principal.id, now=now)
     row = await queries.message(await reread(session), principal_id=principal.id, message_id=message_id)
     return InboxMessageRead.model_validate(row)
 
@@ -71,7 +71,7 @@ async def dismiss_message(message_id: uuid.UUID, principal: CurrentUser, session
 def _answer(accept: bool) -> Callable[..., Awaitable[InboxActionRead]]:
     async def handler(message_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep,
                       settings: SettingsDep) -> InboxActionRead:
-        _, effect = await inbox.answer(session, message_id=message_id, user_id=principal.id, accept=accept,
+        _, effect = await inbox.answer(session, message_id=message_id, principal_id=principal.id, accept=accept,
                                        max_members=own(settings).social_group_max_members, now=now)
         row = await queries.message(await reread(session), principal_id=principal.id, message_id=message_id)
         return InboxActionRead.model_validate({**row, "effect": effect})

@@ -57,7 +57,7 @@ async def _subscription(session: AsyncSession, principal_id: uuid.UUID, item_id:
              summary="Create a schedule item you own", responses=problem_responses(422))
 async def create_item(body: ItemCreate, principal: CurrentUser, session: SessionDep, now: NowDep,
                       request: Request) -> ScheduleItemRead:
-    item = await items.create_item(session, owner_id=principal.id, title=body.title, description=body.description,
+    item = await items.create_item(session, principal_id=principal.id, title=body.title, description=body.description,
                                    start_at=body.start_at, end_at=body.end_at, timezone=body.timezone,
                                    default_timezone=default_zone(request), recurrence_rule=body.recurrence_rule,
                                    source_type=body.source_type.value, status=body.status.value, now=now)
@@ -96,7 +96,7 @@ async def patch_item(item_id: uuid.UUID, body: ItemUpdate, principal: CurrentUse
     for name in ("title", "start_at", "end_at", "timezone", "source_type", "status"):
         if name in changes and changes[name] is None:
             raise errors.ScheduleItemInvalid(f"{name} cannot be null")
-    await items.update_item(session, item_id=item_id, actor_id=principal.id, changes=values_of(changes),
+    await items.update_item(session, item_id=item_id, principal_id=principal.id, changes=values_of(changes),
                             expected_version=if_match_version(if_match), if_match=True, now=now)
     return await _answer(session, principal.id, item_id)
 
@@ -104,7 +104,7 @@ async def patch_item(item_id: uuid.UUID, body: ItemUpdate, principal: CurrentUse
 @router.delete("/schedule-items/{item_id}", status_code=status.HTTP_204_NO_CONTENT,
                summary="Delete an item (owner): subscriptions go, todos taken from it are archived")
 async def delete_item(item_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep) -> None:
-    await items.delete_item(session, item_id=item_id, actor_id=principal.id, now=now)
+    await items.delete_item(session, item_id=item_id, principal_id=principal.id, now=now)
 
 
 @router.get("/schedule-items/{item_id}/occurrences", response_model=Page[OccurrenceRead],
@@ -138,7 +138,7 @@ async def list_subscriptions(item_id: uuid.UUID, principal: CurrentUser, request
 async def share_item(item_id: uuid.UUID, body: SubscriptionCreate, principal: CurrentUser, session: SessionDep,
                      now: NowDep, settings: SettingsDep) -> ScheduleSubscriptionRead:
     subscription = await items.share(
-        session, item_id=item_id, actor_id=principal.id, subject_type=body.subject_type.value,
+        session, item_id=item_id, principal_id=principal.id, subject_type=body.subject_type.value,
         subject_id=body.subject_id, permission=[p.value for p in body.permission] if body.permission else None,
         notify_level=body.notify_level.value, inbox_limit=own(settings).social_inbox_write_limit, now=now)
     return await _subscription(session, principal.id, item_id, subscription.id)
@@ -150,7 +150,7 @@ async def share_item(item_id: uuid.UUID, body: SubscriptionCreate, principal: Cu
 async def patch_subscription(item_id: uuid.UUID, subscription_id: uuid.UUID, body: SubscriptionUpdate,
                              principal: CurrentUser, session: SessionDep, now: NowDep) -> ScheduleSubscriptionRead:
     await items.update_subscription(
-        session, item_id=item_id, subscription_id=subscription_id, actor_id=principal.id,
+        session, item_id=item_id, subscription_id=subscription_id, principal_id=principal.id,
         permission=[p.value for p in body.permission] if body.permission is not None else None,
         notify_level=body.notify_level.value if body.notify_level else None,
         status=body.status.value if body.status else None, now=now)
@@ -162,4 +162,4 @@ async def patch_subscription(item_id: uuid.UUID, subscription_id: uuid.UUID, bod
 async def delete_subscription(item_id: uuid.UUID, subscription_id: uuid.UUID, principal: CurrentUser,
                               session: SessionDep, now: NowDep) -> None:
     await items.delete_subscription(session, item_id=item_id, subscription_id=subscription_id,
-                                    actor_id=principal.id, now=now)
+                                    principal_id=principal.id, now=now)

@@ -42,7 +42,7 @@ async def patch_profile(body: ProfileUpdate, principal: CurrentUser, session: Se
     changes = body.model_dump(exclude_unset=True)
     if "username" in changes and changes["username"] is None:
         raise null_field()
-    await profiles.update_profile(session, user_id=principal.id, changes=changes, now=now)
+    await profiles.update_profile(session, principal_id=principal.id, changes=changes, now=now)
     return ProfileRead.model_validate(await queries.profile(await reread(session), principal_id=principal.id))
 
 
@@ -73,8 +73,8 @@ async def get_settings(principal: CurrentUser, request: Request) -> Response:
               responses=problem_responses(409, 422))
 async def patch_settings(body: dict[str, Any], principal: CurrentUser, session: SessionDep, now: NowDep,
                          request: Request) -> Response:
-    await profiles.patch_settings(session, user_id=principal.id, patch=body, default_timezone=default_zone(request),
-                                  now=now)
+    await profiles.patch_settings(session, principal_id=principal.id, patch=body,
+                                  default_timezone=default_zone(request), now=now)
     return json_response(_settings(await queries.settings(await reread(session), principal_id=principal.id), request))
 
 
@@ -87,7 +87,7 @@ async def get_agent(principal: CurrentUser, request: Request) -> Response:
               responses=problem_responses(409, 422))
 async def patch_agent(body: AgentUpdate, principal: CurrentUser, session: SessionDep, now: NowDep) -> UserAgentRead:
     changes = {k: v for k, v in body.model_dump(exclude_unset=True).items() if v is not None}
-    await profiles.update_agent(session, user_id=principal.id, changes=changes, now=now)
+    await profiles.update_agent(session, principal_id=principal.id, changes=changes, now=now)
     return UserAgentRead.model_validate(await queries.agent(await reread(session), principal_id=principal.id))
 
 
@@ -110,7 +110,7 @@ async def get_calendar_feed(principal: CurrentUser, request: Request) -> Respons
                          "so a retried reset makes another address (the one answered last works).")
 @not_idempotent
 async def reset_calendar_feed(principal: CurrentUser, session: SessionDep, now: NowDep, request: Request) -> Response:
-    await profiles.reset_feed(session, user_id=principal.id, now=now)
+    await profiles.reset_feed(session, principal_id=principal.id, now=now)
     feed_id = await queries.feed_id(await reread(session), principal_id=principal.id)
     return json_response(_feed(request, feed_id), headers={"Cache-Control": "no-store"})
 

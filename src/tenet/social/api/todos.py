@@ -28,7 +28,7 @@ async def _answer(session: AsyncSession, principal_id: uuid.UUID, todo_id: uuid.
 @router.post("/todos", status_code=status.HTTP_201_CREATED, response_model=TodoRead, summary="Create a todo",
              responses=problem_responses(422))
 async def create_todo(body: TodoCreate, principal: CurrentUser, session: SessionDep, now: NowDep) -> TodoRead:
-    todo = await todos.create_todo(session, owner_id=principal.id, title=body.title, description=body.description,
+    todo = await todos.create_todo(session, principal_id=principal.id, title=body.title, description=body.description,
                                    due_at=body.due_at, priority=body.priority.value, source_ids=body.source_ids,
                                    now=now)
     return await _answer(session, principal.id, todo.id)
@@ -58,7 +58,7 @@ async def extract_todos(body: TodoExtract, principal: CurrentUser, session: Sess
     span = None
     if body.from_ is not None or body.to is not None:
         span = window(body.from_, body.to, todos.MAX_WINDOW)
-    found, created, existing = await todos.extract(session, owner_id=principal.id, item_ids=body.schedule_item_ids,
+    found, created, existing = await todos.extract(session, principal_id=principal.id, item_ids=body.schedule_item_ids,
                                                    window=span, priority=body.priority.value, now=now)
     rows = await queries.todos_by_id(await reread(session), principal_id=principal.id,
                                      todo_ids=[todo.id for todo in found])
@@ -80,7 +80,7 @@ async def patch_todo(todo_id: uuid.UUID, body: TodoUpdate, principal: CurrentUse
     for name in ("title", "priority", "status", "source_ids"):
         if name in changes and changes[name] is None:
             raise errors.ScheduleItemInvalid(f"{name} cannot be null")
-    await todos.update_todo(session, todo_id=todo_id, owner_id=principal.id, changes=changes,
+    await todos.update_todo(session, todo_id=todo_id, principal_id=principal.id, changes=changes,
                             expected_version=if_match_version(if_match), now=now)
     return await _answer(session, principal.id, todo_id)
 
@@ -88,10 +88,10 @@ async def patch_todo(todo_id: uuid.UUID, body: TodoUpdate, principal: CurrentUse
 @router.post("/todos/{todo_id}/complete", response_model=TodoRead, summary="Mark done (again: unchanged)",
              responses=problem_responses(409))
 async def complete_todo(todo_id: uuid.UUID, principal: CurrentUser, session: SessionDep, now: NowDep) -> TodoRead:
-    await todos.complete(session, todo_id=todo_id, owner_id=principal.id, now=now)
+    await todos.complete(session, todo_id=todo_id, principal_id=principal.id, now=now)
     return await _answer(session, principal.id, todo_id)
 
 
 @router.delete("/todos/{todo_id}", status_code=status.HTTP_204_NO_CONTENT, summary="Delete one of your todos")
 async def delete_todo(todo_id: uuid.UUID, principal: CurrentUser, session: SessionDep) -> None:
-    await todos.delete_todo(session, todo_id=todo_id, owner_id=principal.id)
+    await todos.delete_todo(session, todo_id=todo_id, principal_id=principal.id)
