@@ -122,7 +122,7 @@ router.post("/automations/{job_id}/disable", response_model=AutomationJobRead, s
 
 
 @router.post("/automations/{job_id}/run-now", status_code=status.HTTP_202_ACCEPTED,
-             response_model=AutomationRunRead, summary="Queue a run now (the worker runs it within a minute)",
+             response_model=AutomationRunRead, summary="Run now (a worker starts it as soon as one is free)",
              description="One manual run of a job at a time: while one is queued or running (retries included), "
                          "another request answers 409 `AUTOMATION_RUN_IN_PROGRESS`.",
              responses=problem_responses(409))

@@ -22,6 +22,7 @@ from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, transition
 from tenet.social import errors, items, lifecycles
 from tenet.social.automations.registry import REGISTRY, invalid, slot_of, validated_params, zone_of
+from tenet.social.automations.runs import defer_manual_run
 from tenet.social.common import require_active_accounts
 from tenet.social.models import RUN_SLOT_UNIQUE, AutomationJob, AutomationRun
 from tenet.social.permissions import EDIT
@@ -159,8 +160,9 @@ _MANUAL_RUN_PENDING = """
 
 async def run_now(session: AsyncSession, *, job_id: uuid.UUID, principal_id: uuid.UUID, max_attempts: int,
                   now: datetime) -> AutomationRun:
-    """A manual run for this instant; the worker's drainers execute it (within a minute). One manual run of a
-    job at a time: while one is queued or running (a retry included), another is AUTOMATION_RUN_IN_PROGRESS. The
+    """A manual run for this instant, and the job that runs it as soon as a worker is free (deferred in this
+    transaction: `runs.defer_manual_run`; the drainers take it if they come first). One manual run of a job at a
+    time: while one is queued or running (a retry included), another is AUTOMATION_RUN_IN_PROGRESS. The
     job's row lock (`_own`, FOR UPDATE) queues concurrent requests, so each sees the run the one before it
     committed."""
     await _own(session, job_id, principal_id)
@@ -173,6 +175,7 @@ async def run_now(session: AsyncSession, *, job_id: uuid.UUID, principal_id: uui
         "A run for this instant exists already", current_status="queued")})
     await audit.record(session, action="social.automation.run_requested", actor=Actor.user(principal_id),
                        subject=("automation_run", run.id), scope=("automation_job", job_id), now=now)
+    await defer_manual_run(session, run.id)
     return run
 
 

@@ -30,6 +30,8 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+import procrastinate
+import psycopg
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -45,6 +47,14 @@ log = logging.getLogger(__name__)
 BATCH = 500
 CLAIM_BATCH = 20
 MAX_BACKOFF = 3600
+# The job that runs one manual run (tenet.social.tasks), as the worker registers it (each domain's blueprint under
+# its name: tenet.worker), and the queue it is deferred to (a worker may be given it alone).
+RUN_NOW_JOB = "social_automation_run_now"
+RUN_NOW_TASK = f"social:{RUN_NOW_JOB}"
+RUN_NOW_QUEUE = "social_run_now"
+# Only builds the deferral's statement (procrastinate's own SQL): it runs on the request's connection, never on a
+# pool of this app's.
+_DEFERRER = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=""))
 
 
 # --- the scheduler: recover, materialise ----------------------------------------------------------------
@@ -153,6 +163,34 @@ async def schedule(db: Database, *, now: datetime, default_timezone: str, max_at
         jobs += handled
         if handled < BATCH:
             return {"recovered": recovered, "jobs": jobs}
+
+
+# --- a manual run: deferred, then claimed by its own job ------------------------------------------------
+
+
+async def defer_manual_run(session: AsyncSession, run_id: uuid.UUID) -> None:
+    """Queue the job that runs `run_id`, in the unit of work's transaction: the job row and its NOTIFY (the
+    workers listen) take effect when the run is committed, and a rolled-back request leaves neither."""
+    connection = await session.connection()
+    driver = (await connection.get_raw_connection()).driver_connection
+    if not isinstance(driver, psycopg.AsyncConnection):
+        raise TypeError("deferring a job in the unit of work needs the psycopg async driver")
+    await _DEFERRER.configure_task(RUN_NOW_TASK, queue=RUN_NOW_QUEUE, connection=driver).defer_async(
+        run_id=str(run_id))
+
+
+async def run_manual(db: Database, *, run_id: uuid.UUID, clock: Clock, default_timezone: str, lease_seconds: int,
+                     retry_base_seconds: int) -> dict[str, int]:
+    """The first attempt of one manual run, at once. Nothing to do when a drainer took it first (or the job was
+    deleted); a retry is the drainers' (its backoff)."""
+    async with db.unit_of_work() as session:
+        claims = await claim(session, now=clock.now(), lease_seconds=lease_seconds, manual_run=run_id)
+    outcomes: dict[str, int] = {}
+    if claims:
+        for outcome in await execute_batch(db, claims, clock=clock, default_timezone=default_timezone,
+                                           retry_base_seconds=retry_base_seconds):
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return outcomes
 
 
 # --- the drainer: claim, execute -----------------------------------------------------------------------
