@@ -33,8 +33,9 @@ def pair(a: uuid.UUID, b: uuid.UUID) -> tuple[uuid.UUID, uuid.UUID]:
     return (a, b) if a < b else (b, a)
 
 
-def other(friendship: Friendship, me: uuid.UUID) -> uuid.UUID:
-    return friendship.user_high_id if friendship.user_low_id == me else friendship.user_low_id
+def other(friendship: Friendship, one: uuid.UUID) -> uuid.UUID:
+    """The other one of the pair."""
+    return friendship.user_high_id if friendship.user_low_id == one else friendship.user_low_id
 
 
 async def _lock(session: AsyncSession, friendship_id: uuid.UUID) -> Friendship | None:
