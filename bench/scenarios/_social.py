@@ -520,12 +520,13 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
     reads = cast(Reads, _CursorReads(cursor))
     route = request.path.rsplit("/", 1)[-1]
     if route == "inbox":
-        rows, next_cursor = await queries.inbox(reads, me=me, statuses=query["status"].split(","),
+        rows, next_cursor = await queries.inbox(reads, principal_id=me, statuses=query["status"].split(","),
                                                 message_type=None, page=page)
     elif route == "todos":
-        rows, next_cursor = await queries.todos(reads, me=me, status=query["status"], due_before=None, page=page)
+        rows, next_cursor = await queries.todos(reads, principal_id=me, status=query["status"], due_before=None,
+                                                page=page)
     elif route == "schedule-items":
-        rows, next_cursor = await queries.window(reads, me=me, window_from=_time(query["from"]),
+        rows, next_cursor = await queries.window(reads, principal_id=me, window_from=_time(query["from"]),
                                                  window_to=_time(query["to"]), scope=query.get("scope", "all"),
                                                  status=None, page=page)
     else:

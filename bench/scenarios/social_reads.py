@@ -11,7 +11,7 @@ clients). Data: BENCH_SOCIAL_USERS accounts with issue 9's typical data (50 frie
 items shared with friends and groups, 500 inbox messages, 300 todos, 3 automations each); see
 bench/scenarios/_social.py for the generator, its timings and how it scales to 100k accounts.
 
-What Tenet does per request (src/tenet/social/api.py, queries.py): verify the JWT (cached), load the principal on
+What Tenet does per request (src/tenet/social/api/, queries.py): verify the JWT (cached), load the principal on
 the transaction-free read path, then one statement (`INBOX_PENDING_SQL`, `TODOS_PENDING_SQL` or
 `SCHEDULE_WINDOW_SQL`) and answer the page pre-serialised. The baseline runs the same two statements for the same
 account, also without a transaction, with the statement built by Tenet's query functions, and answers the page.

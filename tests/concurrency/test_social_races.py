@@ -16,6 +16,7 @@ from tenet.app import create_app
 from tenet.db.database import Database
 from tenet.kernel.errors import DomainError
 from tenet.social import automations, friends, inbox, items, profiles
+from tenet.social.automations import commands as automation_commands
 from tests.conftest import test_settings
 from tests.support.invariants import assert_invariants_hold
 from tests.support.users import UserFactory
@@ -54,7 +55,7 @@ async def test_crossed_requests_at_the_same_moment_end_as_one_accepted_row(commi
 
     async def ask(a, b):
         async with committed_db.unit_of_work() as session:
-            await friends.request(session, user_id=a.id, target_id=b.id, cooldown=timedelta(0), inbox_limit=None,
+            await friends.request(session, principal_id=a.id, target_id=b.id, cooldown=timedelta(0), inbox_limit=None,
                                   now=clock.now())
 
     outcomes = await asyncio.gather(_outcome(ask(ann, bob)), _outcome(ask(bob, ann)))
@@ -78,7 +79,8 @@ async def test_twenty_concurrent_settings_merges_lose_nothing(committed_db, peop
 
     async def merge(patch):
         async with committed_db.unit_of_work() as session:
-            await profiles.patch_settings(session, user_id=ann.id, patch=patch, default_timezone=LA, now=clock.now())
+            await profiles.patch_settings(session, principal_id=ann.id, patch=patch, default_timezone=LA,
+                                          now=clock.now())
 
     assert await asyncio.gather(*(_outcome(merge(p)) for p in patches)) == ["ok"] * 20
     async with committed_db.read_only() as session:
@@ -96,14 +98,14 @@ async def _shared_item(db, people, clock):
     owner, editor = await people.make(), await people.make()
     now = clock.now()
     async with db.unit_of_work() as session:
-        item = await items.create_item(session, owner_id=owner.id, title="Plan", description=None,
+        item = await items.create_item(session, principal_id=owner.id, title="Plan", description=None,
                                        start_at=now, end_at=now + timedelta(hours=1), timezone=LA,
                                        recurrence_rule=None, source_type="manual", status="active", now=now)
-        subscription = await items.share(session, item_id=item.id, actor_id=owner.id, subject_type="user",
+        subscription = await items.share(session, item_id=item.id, principal_id=owner.id, subject_type="user",
                                          subject_id=editor.id, permission=["view", "edit"], notify_level="all",
                                          inbox_limit=None, now=now)
     async with db.unit_of_work() as session:
-        await items.answer_offer(session, item_id=item.id, user_id=editor.id, accept=True, now=now)
+        await items.answer_offer(session, item_id=item.id, principal_id=editor.id, accept=True, now=now)
         await session.execute(text("UPDATE social.inbox_messages SET status = 'accepted', acted_at = now(), "
                                    "read_at = now() WHERE recipient_id = :u"), {"u": editor.id})
     return owner, editor, item.id, subscription.id
@@ -116,7 +118,7 @@ async def _revoke_while_editing(db, owner, editor, item_id, subscription_id, now
 
     async def edit():
         async with db.unit_of_work() as session:
-            await items.update_item(session, item_id=item_id, actor_id=editor.id, changes={"title": "Edited"},
+            await items.update_item(session, item_id=item_id, principal_id=editor.id, changes={"title": "Edited"},
                                     expected_version=None, if_match=False, now=now)
         committed.append("edit")
 
@@ -124,7 +126,7 @@ async def _revoke_while_editing(db, owner, editor, item_id, subscription_id, now
         await asyncio.sleep(WINDOW / 3)
         async with db.unit_of_work() as session:
             await items.update_subscription(session, item_id=item_id, subscription_id=subscription_id,
-                                            actor_id=owner.id, permission=["view"], notify_level=None, status=None,
+                                            principal_id=owner.id, permission=["view"], notify_level=None, status=None,
                                             now=now)
         committed.append("revoke")
 
@@ -188,19 +190,20 @@ async def test_accepting_one_message_twice_at_once_makes_one_membership(committe
     ann, bob = await people.make(), await people.make()
     now = clock.now()
     async with committed_db.unit_of_work() as session:
-        friendship, _ = await friends.request(session, user_id=ann.id, target_id=bob.id, cooldown=timedelta(0),
+        friendship, _ = await friends.request(session, principal_id=ann.id, target_id=bob.id, cooldown=timedelta(0),
                                               inbox_limit=None, now=now)
     async with committed_db.unit_of_work() as session:
-        await friends.act(session, friendship_id=friendship.id, user_id=bob.id, action="accept", now=now)
-        group = await groups.create_group(session, owner_id=ann.id, name="G", description=None,
+        await friends.act(session, friendship_id=friendship.id, principal_id=bob.id, action="accept", now=now)
+        group = await groups.create_group(session, principal_id=ann.id, name="G", description=None,
                                           visibility="private", creation_limit=None, now=now)
     async with committed_db.unit_of_work() as session:
-        message = await groups.invite(session, group_id=group.id, actor_id=ann.id, user_id=bob.id, inbox_limit=None,
+        message = await groups.invite(session, group_id=group.id, principal_id=ann.id, user_id=bob.id, inbox_limit=None,
                                       max_members=10, now=now)
 
     async def accept():
         async with committed_db.unit_of_work() as session:
-            await inbox.answer(session, message_id=message.id, user_id=bob.id, accept=True, max_members=10, now=now)
+            await inbox.answer(session, message_id=message.id, principal_id=bob.id, accept=True, max_members=10,
+                               now=now)
 
     outcomes = await asyncio.gather(_outcome(accept()), _outcome(accept()))
     assert sorted(outcomes) == ["INBOX_MESSAGE_ALREADY_ACTED", "ok"]
@@ -218,7 +221,7 @@ async def _digest_jobs(db, people, clock, count: int) -> list[uuid.UUID]:
     async with db.unit_of_work() as session:
         for owner in owners:
             job = await automations.create_job(
-                session, owner_id=owner.id, name="Digest", job_type="todo_digest", target_type="user",
+                session, principal_id=owner.id, name="Digest", job_type="todo_digest", target_type="user",
                 target_id=None, params={"skip_if_empty": False}, schedule_type="daily",
                 schedule_time=(clock.now() + timedelta(minutes=1)).astimezone().time().replace(second=0,
                                                                                                microsecond=0),
@@ -302,7 +305,7 @@ async def _run_now_twice(db, owner, job_id, now) -> list[str]:
     transaction open a moment after queuing."""
     async def request(at):
         async with db.unit_of_work() as session:
-            await automations.run_now(session, job_id=job_id, owner_id=owner, max_attempts=3, now=at)
+            await automations.run_now(session, job_id=job_id, principal_id=owner, max_attempts=3, now=at)
             await asyncio.sleep(WINDOW)
 
     return sorted(await asyncio.gather(_outcome(request(now)), _outcome(request(now + timedelta(milliseconds=1)))))
@@ -341,5 +344,5 @@ async def test_without_the_job_lock_two_manual_runs_are_queued(committed_db, peo
 
         return await session.get(AutomationJob, job_id, populate_existing=True)
 
-    monkeypatch.setattr(automations, "_own", unlocked)
+    monkeypatch.setattr(automation_commands, "_own", unlocked)
     assert await _run_now_twice(committed_db, owner, job_id, clock.now()) == ["ok", "ok"]

@@ -129,7 +129,7 @@ class SocialCommands(RuleBasedStateMachine):
 
     @rule(a=INDEX, b=INDEX)
     def request_friendship(self, a: int, b: int) -> None:
-        made = self.command(lambda s: friends.request(s, user_id=self.person(a).id, target_id=self.person(b).id,
+        made = self.command(lambda s: friends.request(s, principal_id=self.person(a).id, target_id=self.person(b).id,
                                                       cooldown=timedelta(days=1), inbox_limit=None, now=self.now))
         if made is not None and made[0].id not in self.friendships:
             self.friendships.append(made[0].id)
@@ -139,7 +139,7 @@ class SocialCommands(RuleBasedStateMachine):
                                                          "unfriend"]))
     def act_on_friendship(self, who: int, which: int, action: str) -> None:
         friendship_id = self.pick(self.friendships, which)
-        self.command(lambda s: friends.act(s, friendship_id=friendship_id, user_id=self.person(who).id,
+        self.command(lambda s: friends.act(s, friendship_id=friendship_id, principal_id=self.person(who).id,
                                            action=action, now=self.now))
 
     # --- groups ------------------------------------------------------------------------------------------
@@ -147,7 +147,7 @@ class SocialCommands(RuleBasedStateMachine):
     @rule(who=INDEX, public=st.booleans())
     def create_group(self, who: int, public: bool) -> None:
         group = self.command(lambda s: groups.create_group(
-            s, owner_id=self.person(who).id, name=f"G{len(self.groups)}", description=None,
+            s, principal_id=self.person(who).id, name=f"G{len(self.groups)}", description=None,
             visibility="public" if public else "private", creation_limit=None, now=self.now))
         if group is not None:
             self.groups.append(group.id)
@@ -157,7 +157,7 @@ class SocialCommands(RuleBasedStateMachine):
     def invite(self, who: int, whom: int, which: int) -> None:
         group_id = self.pick(self.groups, which)
         actor = self.insider(MEMBERS, group_id, who)
-        self.command(lambda s: groups.invite(s, group_id=group_id, actor_id=actor.id,
+        self.command(lambda s: groups.invite(s, group_id=group_id, principal_id=actor.id,
                                              user_id=self.person(whom).id, inbox_limit=None, max_members=4,
                                              now=self.now))
 
@@ -165,7 +165,7 @@ class SocialCommands(RuleBasedStateMachine):
     @rule(who=INDEX, which=INDEX)
     def join(self, who: int, which: int) -> None:
         group_id = self.pick(self.groups, which)
-        self.command(lambda s: groups.join(s, group_id=group_id, user_id=self.person(who).id, max_members=4,
+        self.command(lambda s: groups.join(s, group_id=group_id, principal_id=self.person(who).id, max_members=4,
                                            now=self.now))
 
     @precondition(lambda self: self.groups)
@@ -174,7 +174,7 @@ class SocialCommands(RuleBasedStateMachine):
     def change_member(self, who: int, whom: int, which: int, role: str | None, status: str | None) -> None:
         group_id = self.pick(self.groups, which)
         actor, target = self.insider(MEMBERS, group_id, who), self.insider(MEMBERS, group_id, whom)
-        self.command(lambda s: groups.change_member(s, group_id=group_id, actor_id=actor.id,
+        self.command(lambda s: groups.change_member(s, group_id=group_id, principal_id=actor.id,
                                                     user_id=target.id, role=role, status=status,
                                                     now=self.now))
 
@@ -183,7 +183,7 @@ class SocialCommands(RuleBasedStateMachine):
     def remove_member(self, who: int, whom: int, which: int) -> None:
         group_id = self.pick(self.groups, which)
         actor, target = self.insider(MEMBERS, group_id, who), self.insider(MEMBERS, group_id, whom)
-        self.command(lambda s: groups.remove_member(s, group_id=group_id, actor_id=actor.id,
+        self.command(lambda s: groups.remove_member(s, group_id=group_id, principal_id=actor.id,
                                                     user_id=target.id, now=self.now))
 
     @precondition(lambda self: self.groups)
@@ -191,7 +191,7 @@ class SocialCommands(RuleBasedStateMachine):
     def archive(self, who: int, which: int, unarchive: bool) -> None:
         group_id = self.pick(self.groups, which)
         actor = self.insider(MEMBERS, group_id, who)
-        self.command(lambda s: groups.archive_group(s, group_id=group_id, actor_id=actor.id,
+        self.command(lambda s: groups.archive_group(s, group_id=group_id, principal_id=actor.id,
                                                     now=self.now, unarchive=unarchive))
 
     # --- items and subscriptions ---------------------------------------------------------------------------
@@ -200,7 +200,7 @@ class SocialCommands(RuleBasedStateMachine):
     def create_item(self, who: int, weekly: bool) -> None:
         start = self.now + timedelta(hours=3)
         item = self.command(lambda s: items.create_item(
-            s, owner_id=self.person(who).id, title="Meet", description=None, start_at=start,
+            s, principal_id=self.person(who).id, title="Meet", description=None, start_at=start,
             end_at=start + timedelta(hours=1), timezone=LA, recurrence_rule="FREQ=WEEKLY" if weekly else None,
             source_type="manual", status="active", now=self.now))
         if item is not None:
@@ -217,7 +217,7 @@ class SocialCommands(RuleBasedStateMachine):
         subject = self.pick(self.groups, whom) if to_group else self.person(whom).id
         actor = self.insider(INVOLVED, item_id, who)
         made = self.command(lambda s: items.share(
-            s, item_id=item_id, actor_id=actor.id, subject_type="group" if to_group else "user",
+            s, item_id=item_id, principal_id=actor.id, subject_type="group" if to_group else "user",
             subject_id=subject, permission=permission, notify_level="all", inbox_limit=None, now=self.now))
         if made is not None:
             self.subscriptions.append((item_id, made.id))
@@ -231,10 +231,10 @@ class SocialCommands(RuleBasedStateMachine):
         actor = self.insider(INVOLVED, item_id, who).id
         if delete:
             self.command(lambda s: items.delete_subscription(s, item_id=item_id, subscription_id=subscription_id,
-                                                             actor_id=actor, now=self.now))
+                                                             principal_id=actor, now=self.now))
         else:
             self.command(lambda s: items.update_subscription(s, item_id=item_id, subscription_id=subscription_id,
-                                                             actor_id=actor, permission=permission,
+                                                             principal_id=actor, permission=permission,
                                                              notify_level=None, status=status, now=self.now))
 
     @precondition(lambda self: self.items)
@@ -242,7 +242,7 @@ class SocialCommands(RuleBasedStateMachine):
     def edit_item(self, who: int, which: int, status: str) -> None:
         item_id = self.pick(self.items, which)
         actor = self.insider(INVOLVED, item_id, who)
-        self.command(lambda s: items.update_item(s, item_id=item_id, actor_id=actor.id,
+        self.command(lambda s: items.update_item(s, item_id=item_id, principal_id=actor.id,
                                                  changes={"title": "Edited", "status": status},
                                                  expected_version=None, if_match=False, now=self.now))
 
@@ -251,7 +251,7 @@ class SocialCommands(RuleBasedStateMachine):
     def delete_item(self, who: int, which: int) -> None:
         item_id = self.pick(self.items, which)
         actor = self.insider(INVOLVED, item_id, who)
-        self.command(lambda s: items.delete_item(s, item_id=item_id, actor_id=actor.id, now=self.now))
+        self.command(lambda s: items.delete_item(s, item_id=item_id, principal_id=actor.id, now=self.now))
 
     # --- inbox and todos ------------------------------------------------------------------------------
 
@@ -263,12 +263,12 @@ class SocialCommands(RuleBasedStateMachine):
             return
         message_id = self.pick(ids, which)
         if action in ("accept", "reject"):
-            self.command(lambda s: inbox.answer(s, message_id=message_id, user_id=person.id,
+            self.command(lambda s: inbox.answer(s, message_id=message_id, principal_id=person.id,
                                                 accept=action == "accept", max_members=4, now=self.now))
         elif action == "read":
-            self.command(lambda s: inbox.read(s, message_id=message_id, user_id=person.id, now=self.now))
+            self.command(lambda s: inbox.read(s, message_id=message_id, principal_id=person.id, now=self.now))
         else:
-            self.command(lambda s: inbox.dismiss(s, message_id=message_id, user_id=person.id, now=self.now))
+            self.command(lambda s: inbox.dismiss(s, message_id=message_id, principal_id=person.id, now=self.now))
 
     async def _messages(self, user_id: Any) -> list[Any]:
         async with self.db.read_only() as session:
@@ -281,9 +281,9 @@ class SocialCommands(RuleBasedStateMachine):
     def extract_twice(self, who: int, which: int) -> None:
         item_id = self.pick(self.items, which)
         person = self.insider(INVOLVED, item_id, who).id
-        first = self.command(lambda s: todos.extract(s, owner_id=person, item_ids=[item_id], window=None,
+        first = self.command(lambda s: todos.extract(s, principal_id=person, item_ids=[item_id], window=None,
                                                      priority="medium", now=self.now))
-        second = self.command(lambda s: todos.extract(s, owner_id=person, item_ids=[item_id], window=None,
+        second = self.command(lambda s: todos.extract(s, principal_id=person, item_ids=[item_id], window=None,
                                                       priority="medium", now=self.now))
         if first is not None:
             assert second is not None and second[1] == [], "a repeated extraction created todos"
@@ -295,7 +295,7 @@ class SocialCommands(RuleBasedStateMachine):
         todo_id = self.pick(self.todos, which)
         owner = self.run(self._owner_of(todo_id))
         if owner is not None:
-            self.command(lambda s: todos.update_todo(s, todo_id=todo_id, owner_id=owner, changes={"status": status},
+            self.command(lambda s: todos.update_todo(s, todo_id=todo_id, principal_id=owner, changes={"status": status},
                                                      expected_version=None, now=self.now))
 
     async def _owner_of(self, todo_id: Any) -> Any:
@@ -310,7 +310,7 @@ class SocialCommands(RuleBasedStateMachine):
         from datetime import time
 
         job = self.command(lambda s: automations.create_job(
-            s, owner_id=self.person(who).id, name="J", job_type=kind, target_type="user", target_id=None,
+            s, principal_id=self.person(who).id, name="J", job_type=kind, target_type="user", target_id=None,
             params={}, schedule_type="daily", schedule_time=time(10), schedule_weekday=None, status="active",
             limit=3, default_timezone=LA, now=self.now))
         if job is not None:
@@ -357,7 +357,7 @@ class SocialCommands(RuleBasedStateMachine):
         for item_id, owner_id in rows:
             for person in self.people:
                 expected = _oracle(item_id, owner_id, person.id, subs, members)
-                row = await self.db.reads.one(queries.item_sql(), {"me": person.id, "id": item_id})
+                row = await self.db.reads.one(queries.ITEM_SQL, {"me": person.id, "id": item_id})
                 got = int(row["my_bits"]) if row else 0
                 assert got == expected, (item_id, person.id, got, expected)
 

@@ -215,3 +215,44 @@ def test_slot_instants_are_utc():
     slot = automations.next_slot(datetime(2026, 1, 1, tzinfo=UTC), schedule_type="daily", schedule_time=time(0),
                                  weekday=None, zone="UTC")
     assert slot == datetime(2026, 1, 2, tzinfo=UTC)
+
+
+class TestRunNowStartsAtOnce:
+    """`run-now` used to queue a run for the next minute's drain. It now defers a job of its own in the request's
+    transaction: the job exists once the request has committed, and a worker that takes only that queue (no
+    periodic tick, the clock never moves) runs it."""
+
+    @pytest.mark.invariant("SOC-INV-20")
+    async def test_a_run_now_is_a_job_its_worker_runs_without_a_tick(self, committed_db, settings, clock,
+                                                                      database_url):
+        import httpx
+        from tests.social.conftest import SocialApi
+        from tests.support.users import UserFactory
+
+        from tenet.app import create_app
+        from tenet.kernel.jobs import JobRuntime, runtime_context
+        from tenet.social.automations.runs import RUN_NOW_QUEUE
+        from tenet.worker import build_job_app
+
+        app = create_app(settings, database=committed_db, clock=clock, run_background_tasks=False)
+        ann = await UserFactory(app, committed_db, clock).make(display_name="Ann")
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
+            api = SocialApi(client, app, clock)
+            await api.ok(api.post(ann, "/todos", {"title": "Pay rent", "due_at": "2026-01-05T20:00:00Z"}), 201)
+            job = await _job(api, ann)
+            run = await api.ok(api.post(ann, f"/automations/{job['id']}/run-now"), 202)
+        async with committed_db.read_only() as session:
+            deferred = [tuple(row) for row in await session.execute(text(
+                "SELECT task_name, status::text, args FROM procrastinate_jobs WHERE queue_name = :q"),
+                {"q": RUN_NOW_QUEUE})]
+        assert deferred == [("social:social_automation_run_now", "todo", {"run_id": run["id"]})]
+        job_app = build_job_app(database_url)
+        runtime = JobRuntime(db=committed_db, clock=clock, settings=settings)
+        async with job_app.open_async():
+            await job_app.run_worker_async(queues=[RUN_NOW_QUEUE], wait=False, install_signal_handlers=False,
+                                           additional_context=runtime_context(runtime))
+        assert [(r["status"], r["attempt"]) for r in await _runs(committed_db, job["id"])] == [("succeeded", 1)]
+        async with committed_db.read_only() as session:
+            done = (await session.execute(text(
+                "SELECT status::text FROM procrastinate_jobs WHERE queue_name = :q"), {"q": RUN_NOW_QUEUE})).all()
+        assert done == [("succeeded",)]

@@ -18,36 +18,36 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel import audit
 from tenet.kernel.audit import Actor
+from tenet.kernel.statements import statements
 from tenet.social.common import DEFAULT_AGENT_TYPE, DEFAULT_LLM_ID, new_feed_id
 
 
 async def create_profile_and_agent(session: AsyncSession, *, user_id: uuid.UUID, now: datetime) -> None:
     """The account's profile (username = its display name, default settings, a calendar feed id) and its
     agent. ON CONFLICT DO NOTHING: a second publication of the event is harmless."""
-    await session.execute(text("""
+    run = await statements(session)
+    await run.execute("""
         INSERT INTO social.profiles (id, username, settings, settings_version, calendar_feed_id, version,
                                      created_at, updated_at, created_by)
         SELECT u.id,
                coalesce(nullif(btrim(left(regexp_replace(u.display_name, '[[:cntrl:]]', '', 'g'), 200)), ''), 'User'),
-               '{}'::jsonb, 1, :feed, 1, :now, :now, u.id
-          FROM iam.user_account u WHERE u.id = :id
-        ON CONFLICT (id) DO NOTHING"""), {"id": user_id, "feed": new_feed_id(), "now": now})
-    await session.execute(text("""
+               '{}'::jsonb, 1, %(feed)s, 1, %(now)s, %(now)s, u.id
+          FROM iam.user_account u WHERE u.id = %(id)s
+        ON CONFLICT (id) DO NOTHING""", {"id": user_id, "feed": new_feed_id(), "now": now})
+    await run.execute("""
         INSERT INTO social.user_agents (id, user_id, llm_id, agent_type, config, status, capability_version, version,
                                         created_at, updated_at, created_by)
-        VALUES (:agent, :id, :llm, :kind, '{}'::jsonb, 'active', 1, 1, :now, :now, :id)
-        ON CONFLICT (user_id) WHERE deleted_at IS NULL DO NOTHING"""),
+        VALUES (%(agent)s, %(id)s, %(llm)s, %(kind)s, '{}'::jsonb, 'active', 1, 1, %(now)s, %(now)s, %(id)s)
+        ON CONFLICT (user_id) WHERE deleted_at IS NULL DO NOTHING""",
         {"agent": uuid.uuid4(), "id": user_id, "llm": DEFAULT_LLM_ID, "kind": DEFAULT_AGENT_TYPE, "now": now})
 
 
 async def _count(session: AsyncSession, sql: str, params: dict[str, object]) -> int:
-    result = await session.execute(text(sql), params)
-    return int(getattr(result, "rowcount", 0) or 0)
+    return await (await statements(session)).execute(sql, params)
 
 
 async def account_deleted(session: AsyncSession, *, user_id: uuid.UUID, now: datetime, actor: Actor) -> None:
@@ -58,37 +58,38 @@ async def account_deleted(session: AsyncSession, *, user_id: uuid.UUID, now: dat
     counts: dict[str, int] = {}
     # 1. Profile and agent: soft-deleted and scrubbed (the rows stay for others' references); the feed dies.
     counts["profile"] = await _count(session, """
-        UPDATE social.profiles SET deleted_at = :now, username = 'Deleted user', avatar_url = NULL, bio = NULL,
-               settings = '{}'::jsonb, calendar_feed_id = NULL, version = version + 1, updated_at = :now
-         WHERE id = :u AND deleted_at IS NULL""", p)
-    await session.execute(text("""
-        UPDATE social.user_agents SET deleted_at = :now, config = '{}'::jsonb, status = 'paused',
-               version = version + 1, updated_at = :now
-         WHERE user_id = :u AND deleted_at IS NULL"""), p)
+        UPDATE social.profiles SET deleted_at = %(now)s, username = 'Deleted user', avatar_url = NULL, bio = NULL,
+               settings = '{}'::jsonb, calendar_feed_id = NULL, version = version + 1, updated_at = %(now)s
+         WHERE id = %(u)s AND deleted_at IS NULL""", p)
+    await _count(session, """
+        UPDATE social.user_agents SET deleted_at = %(now)s, config = '{}'::jsonb, status = 'paused',
+               version = version + 1, updated_at = %(now)s
+         WHERE user_id = %(u)s AND deleted_at IS NULL""", p)
     # 2. Owned automations (a run being executed holds its job FOR KEY SHARE: this waits for it). Runs cascade;
     #    messages they wrote keep their text, their run id goes NULL.
     counts["automations"] = await _count(session, """
         DELETE FROM social.automation_jobs WHERE id IN (
-            SELECT id FROM social.automation_jobs WHERE owner_id = :u ORDER BY id FOR UPDATE)""", p)
+            SELECT id FROM social.automation_jobs WHERE owner_id = %(u)s ORDER BY id FOR UPDATE)""", p)
     # 3. Owned items, deleted as their owner would delete them.
-    owned = list((await session.execute(text(
-        "SELECT id FROM social.schedule_items WHERE owner_id = :u ORDER BY id"), p)).scalars())
-    counts["items"] = await items.delete_items(session, item_ids=owned, actor_id=None, now=now)
+    owned = await (await statements(session)).all(
+        "SELECT id FROM social.schedule_items WHERE owner_id = %(u)s ORDER BY id", p)
+    counts["items"] = await items.delete_items(session, item_ids=[row["id"] for row in owned], principal_id=None,
+                                               now=now)
     # 4. Groups: hand over or archive, then leave.
     counts["groups"] = await groups.remove_deleted_account(session, user_id=user_id, now=now)
     # 5. Friendships end; a request the account sent is closed in its recipient's inbox.
-    await session.execute(text("""
-        UPDATE social.inbox_messages SET status = 'dismissed', acted_at = :now, read_at = coalesce(read_at, :now)
-         WHERE message_type = 'friend_request' AND sender_id = :u AND status IN ('pending', 'read')"""), p)
+    await _count(session, """
+        UPDATE social.inbox_messages SET status = 'dismissed', acted_at = %(now)s, read_at = coalesce(read_at, %(now)s)
+         WHERE message_type = 'friend_request' AND sender_id = %(u)s AND status IN ('pending', 'read')""", p)
     counts["friendships"] = await _count(session, """
-        UPDATE social.friendships SET status = 'canceled', closed_at = :now, closed_reason = 'account_deleted',
-               accepted_at = NULL, blocked_by = NULL, blocked_at = NULL, version = version + 1, updated_at = :now
-         WHERE id IN (SELECT id FROM social.friendships WHERE (user_low_id = :u OR user_high_id = :u)
+        UPDATE social.friendships SET status = 'canceled', closed_at = %(now)s, closed_reason = 'account_deleted',
+               accepted_at = NULL, blocked_by = NULL, blocked_at = NULL, version = version + 1, updated_at = %(now)s
+         WHERE id IN (SELECT id FROM social.friendships WHERE (user_low_id = %(u)s OR user_high_id = %(u)s)
                         AND status IN ('pending', 'accepted', 'blocked') ORDER BY id FOR UPDATE)""", p)
     # 6-8. Private data: the account's subscriptions (offers to it included), todos, inbox.
-    counts["subscriptions"] = await _count(session,
-                                           "DELETE FROM social.schedule_subscriptions WHERE subscriber_user_id = :u", p)
-    counts["todos"] = await _count(session, "DELETE FROM social.todos WHERE owner_id = :u", p)
-    counts["inbox_messages"] = await _count(session, "DELETE FROM social.inbox_messages WHERE recipient_id = :u", p)
+    counts["subscriptions"] = await _count(
+        session, "DELETE FROM social.schedule_subscriptions WHERE subscriber_user_id = %(u)s", p)
+    counts["todos"] = await _count(session, "DELETE FROM social.todos WHERE owner_id = %(u)s", p)
+    counts["inbox_messages"] = await _count(session, "DELETE FROM social.inbox_messages WHERE recipient_id = %(u)s", p)
     await audit.record(session, action="social.account.cleaned", actor=actor, subject=("user", user_id), now=now,
                        data=counts)

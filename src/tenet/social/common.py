@@ -7,10 +7,10 @@ import secrets
 import uuid
 from collections.abc import Iterable
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import service as iam_service
+from tenet.kernel.statements import statements
 
 # No model catalogue exists behind `llm_id` (D-06): an opaque id, this one until the user picks another.
 DEFAULT_LLM_ID = uuid.UUID("00000000-0000-4000-8000-000000000001")
@@ -52,11 +52,8 @@ async def active_account_ids(session: AsyncSession, user_ids: Iterable[uuid.UUID
     ids = sorted(set(user_ids))
     if not ids:
         return set()
-    rows = await session.execute(text(
-        "SELECT id FROM iam.user_account WHERE id = ANY(:ids) AND status = 'active' ORDER BY id "
-        "FOR SHARE SKIP LOCKED"), {"ids": ids})
-    return {row for (row,) in rows}
+    rows = await (await statements(session)).all(
+        "SELECT id FROM iam.user_account WHERE id = ANY(%(ids)s) AND status = 'active' ORDER BY id "
+        "FOR SHARE SKIP LOCKED", {"ids": ids})
+    return {row["id"] for row in rows}
 
-
-def username_snapshot(name: str | None) -> str:
-    return (name or "")[:200]

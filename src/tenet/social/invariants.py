@@ -411,7 +411,7 @@ rule(
     db_reason="a decision across four tables at write time, serialised by locks; the SQL functions "
               "social.permission_bits and social.role_bits encode it once (the detector checks them)",
     app="items.decide locks the item, share-locks the granting groups, then computes the bits with "
-        "items.PERMISSION_SQL (reads use the same expression). 404 SCHEDULE_ITEM_NOT_FOUND without view, 403 "
+        "queries.PERMISSION_SQL (reads use the same expression). 404 SCHEDULE_ITEM_NOT_FOUND without view, 403 "
         "SCHEDULE_ITEM_PERMISSION_DENIED without the right, 403 PERMISSION_EXCEEDS_GRANTOR above one's own.",
     error_code="SCHEDULE_ITEM_PERMISSION_DENIED",
     concurrency=_ITEM_LOCK + " Proven by the race 'revoke vs edit' (fails with the lock made a no-op).",

@@ -1,14 +1,19 @@
-"""Group roles and what each may do: the permission table as data (design §5.2).
+"""Who may do what: group roles and what each may do (the permission table as data, design §5.2), and the bits
+of a holder's rights on a schedule item.
 
-The service checks against `PERMISSIONS`; the OpenAPI description of the social tag and docs/decisions.md show
-the table rendered by `permission_table_markdown()` (a test fails when the documented copy drifts). A rule names,
-per action and caller role, the roles of the *target* the caller may act on (removal).
+A declaration on the kernel's role matrix (tenet.kernel.roles): the service checks with `require`; the OpenAPI
+description of the social tag and docs/decisions.md show the table rendered by `permission_table_markdown()` (a
+test fails when the documented copy drifts). A rule names, per action and caller role, the roles of the *target*
+the caller may act on (removal).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
+from tenet.kernel.errors import DomainError
+from tenet.kernel.roles import Refusal, RoleMatrix
 from tenet.social import errors
 
 
@@ -57,37 +62,45 @@ PERMISSIONS: dict[Action, dict[GroupRole, frozenset[GroupRole]]] = {
     Action.ARCHIVE: {CREATOR: ANY},
 }
 
-_TARGETED = {Action.REMOVE_MEMBER}
+_TARGETED = frozenset({Action.REMOVE_MEMBER})
 
 
-def allowed(role: GroupRole | str, action: Action, target: GroupRole | str | None = None) -> bool:
-    targets = PERMISSIONS[action].get(GroupRole(role))
-    if targets is None:
-        return False
-    return target is None or GroupRole(target) in targets
+def _refuse(refusal: Refusal[Action]) -> DomainError:
+    """403 GROUP_ROLE_FORBIDDEN."""
+    return errors.GroupRoleForbidden(f"A group {refusal.role} may not: {refusal.description.lower()}",
+                                     **refusal.data)
 
 
-def require(role: GroupRole | str, action: Action, target: GroupRole | str | None = None) -> None:
-    """403 GROUP_ROLE_FORBIDDEN unless `role` may do `action` (on a target of role `target`)."""
-    if not allowed(role, action, target):
-        error = errors.GroupRoleForbidden(f"A group {role} may not: {ACTION_DESCRIPTIONS[action].lower()}",
-                                          action=action.value, role=str(role))
-        if target is not None:
-            error.data["target_role"] = str(target)
-        raise error
+MATRIX = RoleMatrix(GroupRole, PERMISSIONS, descriptions=ACTION_DESCRIPTIONS, targeted=_TARGETED, refuse=_refuse)
+allowed = MATRIX.allowed
+require = MATRIX.require
+permission_table_markdown = MATRIX.markdown
 
 
-def _cell(action: Action, role: GroupRole) -> str:
-    targets = PERMISSIONS[action].get(role)
-    if targets is None:
-        return "no"
-    if action not in _TARGETED or targets == ANY:
-        return "yes"
-    return "only " + " or ".join(sorted(t.value for t in targets))
+# --- item permissions (SOC-INV-11, SOC-INV-13) ----------------------------------------------------------
+# A holder's rights on a schedule item as bits, as the SQL functions social.permission_bits / social.role_bits
+# count them; the rule that combines them is queries.PERMISSION_SQL.
+
+VIEW, INVITE, EDIT = 1, 2, 4
+ALL = VIEW | INVITE | EDIT
+NAMES = {VIEW: "view", INVITE: "invite", EDIT: "edit"}
+# What a group subscription grants at most, by the member's role (§C.2).
+ROLE_BITS = {GroupRole.CREATOR: ALL, GroupRole.ADMIN: VIEW | INVITE, GroupRole.MEMBER: VIEW}
 
 
-def permission_table_markdown() -> str:
-    lines = ["| action | creator | admin | member |", "|---|---|---|---|"]
-    for action in Action:
-        lines.append(f"| {ACTION_DESCRIPTIONS[action]} | " + " | ".join(_cell(action, r) for r in GroupRole) + " |")
-    return "\n".join(lines)
+def bits_of(permission: Iterable[str]) -> int:
+    wanted = set(permission)
+    return sum(bit for bit, name in NAMES.items() if name in wanted)
+
+
+def names_of(bits: int) -> list[str]:
+    """The canonical array (SOC-INV-11): view first, then invite, then edit."""
+    return [NAMES[bit] for bit in (VIEW, INVITE, EDIT) if bits & bit]
+
+
+def canonical(permission: list[str]) -> list[str]:
+    """A permission set given in any order, without duplicates, containing view: its canonical array."""
+    if len(set(permission)) != len(permission) or "view" not in permission or not set(permission) <= set(
+            NAMES.values()):
+        raise errors.PermissionSetInvalid(permission=[str(p)[:10] for p in permission[:3]])
+    return names_of(bits_of(permission))

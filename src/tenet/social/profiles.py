@@ -12,100 +12,113 @@ import hashlib
 import hmac
 import json
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select, text
-from sqlalchemy.exc import IntegrityError
+import psycopg
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel import audit
 from tenet.kernel.audit import Actor
-from tenet.kernel.db_errors import violated_constraint
-from tenet.kernel.errors import ValidationFailed
+from tenet.kernel.errors import DomainError, ValidationFailed
+from tenet.kernel.statements import Row, statements
 from tenet.social import errors, settings_schema
 from tenet.social.common import new_feed_id
 from tenet.social.models import Profile
 
-PROFILE_COLUMNS = "id, username, avatar_url, bio, created_at, updated_at, version"
-AGENT_COLUMNS = "id, user_id, llm_id, agent_type, status, capability_version, config, updated_at, version"
+_PROFILE_FIELDS = ("username", "avatar_url", "bio")
+_AGENT_FIELDS = ("llm_id", "agent_type", "status")
 
 
-async def update_profile(session: AsyncSession, *, user_id: uuid.UUID, changes: dict[str, Any],
-                         now: datetime) -> dict[str, Any]:
-    sets = ", ".join(f"{name} = :{name}" for name in changes if name in ("username", "avatar_url", "bio"))
+async def _checked(session: AsyncSession, sql: str, params: dict[str, Any],
+                   refusal: Callable[[str | None], DomainError | None]) -> Row | None:
+    """One UPDATE (its row, or None) in a savepoint: a CHECK it breaks answers `refusal(constraint name)`, the
+    domain's error (None: not one of ours, raised as it is), and the request's transaction stays usable."""
+    run = await statements(session)
     try:
         async with session.begin_nested():
-            row = (await session.execute(text(
-                f"UPDATE social.profiles SET {sets + ', ' if sets else ''}version = version + 1, "  # noqa: S608
-                f"updated_at = :now, updated_by = :me WHERE id = :me AND deleted_at IS NULL "
-                f"RETURNING {PROFILE_COLUMNS}"), {**changes, "now": now, "me": user_id})).mappings().one_or_none()
-    except IntegrityError as exc:
-        # The CHECKs are the arbiter of shapes the schema lets through (a trailing space after trimming rules).
-        raise ValidationFailed(f"the profile breaks {violated_constraint(exc)}") from None
-    if row is None:
+            return await run.one(sql, params)
+    except psycopg.errors.IntegrityError as exc:
+        error = refusal(exc.diag.constraint_name)
+        if error is None:
+            raise
+        raise error from None
+
+
+def _profile_refusal(constraint: str | None) -> DomainError:
+    # The CHECKs are the arbiter of shapes the schema lets through (a trailing space after trimming rules).
+    return ValidationFailed(f"the profile breaks {constraint}")
+
+
+async def update_profile(session: AsyncSession, *, principal_id: uuid.UUID, changes: dict[str, Any],
+                         now: datetime) -> None:
+    fields = [name for name in _PROFILE_FIELDS if name in changes]
+    sets = "".join(f"{name} = %({name})s, " for name in fields)
+    sql = (f"UPDATE social.profiles SET {sets}version = version + 1, updated_at = %(now)s, "  # noqa: S608
+           "updated_by = %(me)s WHERE id = %(me)s AND deleted_at IS NULL RETURNING id")
+    params = {**{name: changes[name] for name in fields}, "now": now, "me": principal_id}
+    if await _checked(session, sql, params, _profile_refusal) is None:
         raise errors.ProfileNotFound()
-    return dict(row)
 
 
-async def patch_settings(session: AsyncSession, *, user_id: uuid.UUID, patch: dict[str, Any],
-                         default_timezone: str, now: datetime) -> dict[str, Any]:
+_PATCH_SETTINGS = """
+    UPDATE social.profiles SET settings = social.jsonb_merge_patch(settings, CAST(%(patch)s AS jsonb)),
+           version = version + 1, updated_at = %(now)s, updated_by = %(me)s
+     WHERE id = %(me)s AND deleted_at IS NULL AND settings_version = %(current)s
+    RETURNING id
+"""
+_PROFILE_EXISTS = "SELECT 1 FROM social.profiles WHERE id = %(me)s AND deleted_at IS NULL"
+
+
+def _settings_refusal(constraint: str | None) -> DomainError | None:
+    if constraint != "ck_profiles_settings_valid":
+        return None
+    return ValidationFailed("quiet_hours_start and quiet_hours_end are set together",
+                            errors=[{"loc": ["body", "notification"], "msg": "quiet hours need both ends",
+                                     "type": "value_error"}])
+
+
+async def patch_settings(session: AsyncSession, *, principal_id: uuid.UUID, patch: dict[str, Any],
+                         default_timezone: str, now: datetime) -> None:
     """Apply an RFC 7396 merge patch in one statement; 422 for unknown keys or wrong types."""
     issues = settings_schema.patch_problems(patch)
     if issues:
         raise ValidationFailed("; ".join(".".join(map(str, i["loc"][1:])) + ": " + i["msg"] for i in issues[:5]),
                                errors=issues)
-    try:
-        async with session.begin_nested():
-            row = (await session.execute(text("""
-                UPDATE social.profiles SET settings = social.jsonb_merge_patch(settings, CAST(:patch AS jsonb)),
-                       version = version + 1, updated_at = :now, updated_by = :me
-                 WHERE id = :me AND deleted_at IS NULL AND settings_version = :current
-                RETURNING settings, settings_version"""),
-                {"patch": json.dumps(patch), "now": now, "me": user_id,
-                 "current": settings_schema.CURRENT_VERSION})).mappings().one_or_none()
-    except IntegrityError as exc:
-        if violated_constraint(exc) == "ck_profiles_settings_valid":
-            raise ValidationFailed("quiet_hours_start and quiet_hours_end are set together",
-                                   errors=[{"loc": ["body", "notification"], "msg": "quiet hours need both ends",
-                                            "type": "value_error"}]) from None
-        raise
-    if row is None:
-        exists = (await session.execute(text(
-            "SELECT 1 FROM social.profiles WHERE id = :me AND deleted_at IS NULL"), {"me": user_id})).scalar()
+    params = {"patch": json.dumps(patch), "now": now, "me": principal_id, "current": settings_schema.CURRENT_VERSION}
+    if await _checked(session, _PATCH_SETTINGS, params, _settings_refusal) is None:
+        exists = await (await statements(session)).value(_PROFILE_EXISTS, {"me": principal_id})
         raise errors.SettingsVersionOutdated() if exists else errors.ProfileNotFound()
     if settings_schema.touches_timezone(patch):
         from tenet.social import automations
 
-        await automations.reschedule_owner(session, owner_id=user_id, default_timezone=default_timezone, now=now)
-    return dict(row)
+        await automations.reschedule_owner(session, owner_id=principal_id, default_timezone=default_timezone, now=now)
 
 
-async def update_agent(session: AsyncSession, *, user_id: uuid.UUID, changes: dict[str, Any],
-                       now: datetime) -> dict[str, Any]:
+def _agent_refusal(constraint: str | None) -> DomainError | None:
+    if constraint != "ck_user_agents_config_object":
+        return None
+    return ValidationFailed("config must stay an object of at most 16 KiB")
+
+
+async def update_agent(session: AsyncSession, *, principal_id: uuid.UUID, changes: dict[str, Any],
+                       now: datetime) -> None:
     """The user's own agent: llm_id, agent_type, config (merged), pause/resume. Refused while migrating."""
-    sets = ["version = version + 1", "updated_at = :now", "updated_by = :me"]
-    params: dict[str, Any] = {"now": now, "me": user_id}
-    for name in ("llm_id", "agent_type", "status"):
+    sets = ["version = version + 1", "updated_at = %(now)s", "updated_by = %(me)s"]
+    params: dict[str, Any] = {"now": now, "me": principal_id}
+    for name in _AGENT_FIELDS:
         if name in changes:
-            sets.append(f"{name} = :{name}")
+            sets.append(f"{name} = %({name})s")
             params[name] = changes[name]
     if "config" in changes:
-        sets.append("config = social.jsonb_merge_patch(config, CAST(:config AS jsonb))")
+        sets.append("config = social.jsonb_merge_patch(config, CAST(%(config)s AS jsonb))")
         params["config"] = json.dumps(changes["config"])
-    try:
-        async with session.begin_nested():
-            row = (await session.execute(text(
-                f"UPDATE social.user_agents SET {', '.join(sets)} "  # noqa: S608 (column names of this module)
-                f"WHERE user_id = :me AND deleted_at IS NULL AND status <> 'migrating' RETURNING {AGENT_COLUMNS}"),
-                params)).mappings().one_or_none()
-    except IntegrityError as exc:
-        if violated_constraint(exc) == "ck_user_agents_config_object":
-            raise ValidationFailed("config must stay an object of at most 16 KiB") from None
-        raise
-    if row is None:
+    sql = (f"UPDATE social.user_agents SET {', '.join(sets)} "  # noqa: S608 (column names of this module)
+           "WHERE user_id = %(me)s AND deleted_at IS NULL AND status <> 'migrating' RETURNING id")
+    if await _checked(session, sql, params, _agent_refusal) is None:
         raise errors.AgentMigrating()
-    return dict(row)
 
 
 # --- the calendar feed (SOC-INV-18, D-15) --------------------------------------------------------------
@@ -133,14 +146,18 @@ def feed_exists(feed_id: str) -> ColumnElement[bool]:
     return select(Profile.id).where(Profile.calendar_feed_id == feed_id, Profile.deleted_at.is_(None)).exists()
 
 
-async def reset_feed(session: AsyncSession, *, user_id: uuid.UUID, now: datetime) -> str:
+_RESET_FEED = """
+    UPDATE social.profiles SET calendar_feed_id = %(feed)s, version = version + 1, updated_at = %(now)s,
+           updated_by = %(me)s
+     WHERE id = %(me)s AND deleted_at IS NULL RETURNING id
+"""
+
+
+async def reset_feed(session: AsyncSession, *, principal_id: uuid.UUID, now: datetime) -> str:
     feed_id = new_feed_id()
-    done = (await session.execute(text("""
-        UPDATE social.profiles SET calendar_feed_id = :feed, version = version + 1, updated_at = :now,
-               updated_by = :me
-         WHERE id = :me AND deleted_at IS NULL RETURNING id"""), {"feed": feed_id, "now": now, "me": user_id})).scalar()
+    done = await (await statements(session)).value(_RESET_FEED, {"feed": feed_id, "now": now, "me": principal_id})
     if done is None:
         raise errors.ProfileNotFound()
-    await audit.record(session, action="social.calendar_feed.reset", actor=Actor.user(user_id),
-                       subject=("profile", user_id), now=now)
+    await audit.record(session, action="social.calendar_feed.reset", actor=Actor.user(principal_id),
+                       subject=("profile", principal_id), now=now)
     return feed_id

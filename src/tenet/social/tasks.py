@@ -4,13 +4,14 @@ Both are periodic (every minute; procrastinate defers each tick once however man
 recovers runs of dead workers, materialises due slots, then drains; the drainer only drains, so with two or more
 workers the runs of a busy minute execute in parallel. Any number of either at once is safe: due jobs are locked
 FOR UPDATE SKIP LOCKED, a slot is unique per job, and runs are claimed FOR UPDATE SKIP LOCKED
-(tests/concurrency/test_social_automation_races.py). A run-now request waits for the next tick (at most a
-minute).
+(tests/concurrency/test_social_races.py). A run-now request defers `social_automation_run_now` for its run in its
+own transaction (queue `social_run_now`), so the run starts as soon as a worker is free, not at the next tick.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import timedelta
 
 import procrastinate
@@ -18,6 +19,7 @@ import procrastinate
 from tenet.kernel.jobs import JobScope, job
 from tenet.kernel.settings import KernelSettings, section
 from tenet.social import automations, inbox
+from tenet.social.automations.runs import RUN_NOW_JOB, run_manual
 from tenet.social.settings import SocialSettings
 
 log = logging.getLogger(__name__)
@@ -58,3 +60,12 @@ async def social_purge_expired(scope: JobScope, timestamp: int) -> dict[str, int
 @job(blueprint, name="social_automation_drainer", cron="* * * * *", unit_of_work=False)
 async def social_automation_drainer(scope: JobScope, timestamp: int) -> dict[str, int]:
     return await _drain(scope)
+
+
+@job(blueprint, name=RUN_NOW_JOB, unit_of_work=False, history=True)
+async def social_automation_run_now(scope: JobScope, run_id: str) -> dict[str, int]:
+    """One manual run, deferred by the request that made it (to the queue runs.RUN_NOW_QUEUE)."""
+    own, kernel = section(scope.settings, SocialSettings), section(scope.settings, KernelSettings)
+    return await run_manual(scope.db, run_id=uuid.UUID(run_id), clock=scope.clock,
+                            default_timezone=kernel.default_timezone, lease_seconds=own.automation_lease_seconds,
+                            retry_base_seconds=own.automation_retry_base_seconds)

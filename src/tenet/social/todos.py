@@ -16,10 +16,11 @@ from functools import partial
 from typing import Any
 
 import anyio
-from sqlalchemy import select, text, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.errors import DomainError, PreconditionFailed
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.social import errors, items, lifecycles, recurrence
 from tenet.social.common import require_active_accounts
@@ -40,10 +41,10 @@ def _refusal(refusal: Refusal[Todo]) -> DomainError:
     return errors.TodoStatusTransitionInvalid(current_status=refusal.status)
 
 
-async def _check_sources(session: AsyncSession, owner_id: uuid.UUID, source_ids: list[uuid.UUID]) -> list[str]:
+async def _check_sources(session: AsyncSession, principal_id: uuid.UUID, source_ids: list[uuid.UUID]) -> list[str]:
     if len(set(source_ids)) != len(source_ids):
         raise errors.ScheduleItemInvalid("source_ids repeats an id")
-    seen = await items.viewable(session, source_ids, owner_id)
+    seen = await items.viewable(session, source_ids, principal_id)
     missing = [str(i) for i in source_ids if i not in seen]
     if missing:
         raise errors.ScheduleItemNotFound(f"No viewable schedule item {missing[0]}", item_id=missing[0])
@@ -57,33 +58,33 @@ def _check_due(due_at: datetime | None) -> None:
                                          field="due_at")
 
 
-async def create_todo(session: AsyncSession, *, owner_id: uuid.UUID, title: str, description: str | None,
+async def create_todo(session: AsyncSession, *, principal_id: uuid.UUID, title: str, description: str | None,
                       due_at: datetime | None, priority: str, source_ids: list[uuid.UUID], now: datetime) -> Todo:
     _check_due(due_at)
-    await require_active_accounts(session, [owner_id])
-    sources = await _check_sources(session, owner_id, source_ids)
-    todo = Todo(id=uuid.uuid4(), owner_id=owner_id, title=title, description=description, due_at=due_at,
+    await require_active_accounts(session, [principal_id])
+    sources = await _check_sources(session, principal_id, source_ids)
+    todo = Todo(id=uuid.uuid4(), owner_id=principal_id, title=title, description=description, due_at=due_at,
                 priority=priority, source_ids=sources, status="pending", version=1, created_at=now, updated_at=now,
-                created_by=owner_id)
+                created_by=principal_id)
     session.add(todo)
     await session.flush()
     return todo
 
 
-async def _own(session: AsyncSession, todo_id: uuid.UUID, owner_id: uuid.UUID) -> Todo:
+async def _own(session: AsyncSession, todo_id: uuid.UUID, principal_id: uuid.UUID) -> Todo:
     todo = await session.get(Todo, todo_id, populate_existing=True)
-    if todo is None or todo.owner_id != owner_id:
+    if todo is None or todo.owner_id != principal_id:
         raise errors.TodoNotFound()
     return todo
 
 
-async def update_todo(session: AsyncSession, *, todo_id: uuid.UUID, owner_id: uuid.UUID, changes: dict[str, Any],
+async def update_todo(session: AsyncSession, *, todo_id: uuid.UUID, principal_id: uuid.UUID, changes: dict[str, Any],
                       expected_version: int | None, now: datetime) -> Todo:
     _check_due(changes.get("due_at"))
-    todo = await _own(session, todo_id, owner_id)
+    todo = await _own(session, todo_id, principal_id)
     values: dict[str, Any] = {k: v for k, v in changes.items() if k in ("title", "description", "due_at", "priority")}
     if "source_ids" in changes:
-        values["source_ids"] = await _check_sources(session, owner_id, changes["source_ids"])
+        values["source_ids"] = await _check_sources(session, principal_id, changes["source_ids"])
         if todo.source_item_id is not None and str(todo.source_item_id) not in values["source_ids"]:
             values["source_ids"].append(str(todo.source_item_id))
     values["updated_at"] = now
@@ -129,17 +130,17 @@ async def _edit(session: AsyncSession, todo: Todo, values: dict[str, Any], expec
     return moved
 
 
-async def complete(session: AsyncSession, *, todo_id: uuid.UUID, owner_id: uuid.UUID, now: datetime) -> Todo:
-    todo = await _own(session, todo_id, owner_id)
+async def complete(session: AsyncSession, *, todo_id: uuid.UUID, principal_id: uuid.UUID, now: datetime) -> Todo:
+    todo = await _own(session, todo_id, principal_id)
     if todo.status == "done":
         return todo
     return await transition(session, lifecycles.TODO, "complete", model=Todo, id=todo_id,
                             values={"completed_at": now, "updated_at": now}, refuse=_refusal)
 
 
-async def delete_todo(session: AsyncSession, *, todo_id: uuid.UUID, owner_id: uuid.UUID) -> None:
-    await _own(session, todo_id, owner_id)
-    await session.execute(text("DELETE FROM social.todos WHERE id = :id"), {"id": todo_id})
+async def delete_todo(session: AsyncSession, *, todo_id: uuid.UUID, principal_id: uuid.UUID) -> None:
+    await _own(session, todo_id, principal_id)
+    await (await statements(session)).execute("DELETE FROM social.todos WHERE id = %(id)s", {"id": todo_id})
 
 
 @dataclass(frozen=True)
@@ -173,16 +174,27 @@ def _all_occurrence_keys(sources: list[_Source], window: tuple[datetime, datetim
     return [_occurrence_keys(source, window=window, now=now) for source in sources]
 
 
-async def extract(session: AsyncSession, *, owner_id: uuid.UUID, item_ids: list[uuid.UUID],
+# Idempotent by (owner, source item, occurrence start): a todo already taken from that occurrence stays the one.
+_EXTRACT = """
+    INSERT INTO social.todos (id, owner_id, title, description, due_at, priority, source_ids, source_item_id,
+                              source_occurrence_start, status, version, created_at, updated_at, created_by)
+    VALUES (%(id)s, %(owner_id)s, %(title)s, %(description)s, %(due_at)s, %(priority)s, CAST(%(source_ids)s AS jsonb),
+            %(source_item_id)s, %(source_occurrence_start)s, 'pending', 1, %(now)s, %(now)s, %(created_by)s)
+    ON CONFLICT (owner_id, source_item_id, source_occurrence_start) WHERE source_item_id IS NOT NULL
+    DO NOTHING RETURNING id
+"""
+
+
+async def extract(session: AsyncSession, *, principal_id: uuid.UUID, item_ids: list[uuid.UUID],
                   window: tuple[datetime, datetime] | None, priority: str, now: datetime,
                   created_by: uuid.UUID | None = None) -> tuple[list[Todo], list[uuid.UUID], list[uuid.UUID]]:
     """Todos for the items the owner may view (one unviewable id: 404, nothing written). Answers all the todos
     of the requested occurrences, the ids created now and the ids that already existed."""
     if window is not None and (window[1] <= window[0] or window[1] - window[0] > MAX_WINDOW):
         raise errors.ScheduleWindowInvalid("from < to, at most 31 days apart")
-    await require_active_accounts(session, [owner_id])
+    await require_active_accounts(session, [principal_id])
     ids = list(dict.fromkeys(item_ids))
-    seen = await items.viewable(session, ids, owner_id)
+    seen = await items.viewable(session, ids, principal_id)
     missing = [i for i in ids if i not in seen]
     if missing:
         raise errors.ScheduleItemNotFound(item_id=str(missing[0]))
@@ -195,28 +207,20 @@ async def extract(session: AsyncSession, *, owner_id: uuid.UUID, item_ids: list[
     for item_id, item_keys in zip(ids, keys, strict=True):
         item = loaded[item_id]
         for key, due in item_keys:
-            rows.append({"id": uuid.uuid4(), "owner_id": owner_id, "title": item.title,
+            rows.append({"id": uuid.uuid4(), "owner_id": principal_id, "title": item.title,
                          "description": item.description, "due_at": due, "priority": priority,
                          "source_ids": json.dumps([str(item.id)]), "source_item_id": item.id,
                          "source_occurrence_start": key, "now": now, "created_by": created_by})
     if len(rows) > MAX_EXTRACTED:
         raise errors.ExtractLimitExceeded(limit=MAX_EXTRACTED)
-    created: list[uuid.UUID] = []
-    for row in rows:
-        made = (await session.execute(text("""
-            INSERT INTO social.todos (id, owner_id, title, description, due_at, priority, source_ids, source_item_id,
-                                      source_occurrence_start, status, version, created_at, updated_at, created_by)
-            VALUES (:id, :owner_id, :title, :description, :due_at, :priority, CAST(:source_ids AS jsonb),
-                    :source_item_id, :source_occurrence_start, 'pending', 1, :now, :now, :created_by)
-            ON CONFLICT (owner_id, source_item_id, source_occurrence_start) WHERE source_item_id IS NOT NULL
-            DO NOTHING RETURNING id"""), row)).scalar()
-        if made is not None:
-            created.append(made)
+    # One round trip for all: PostgreSQL runs the inserts in order, each deciding its conflict on its own.
+    made = await (await statements(session)).ones(*((_EXTRACT, row) for row in rows))
+    created = [row["id"] for row in made if row is not None]
     todos: list[Todo] = []
     existing: list[uuid.UUID] = []
     for row in rows:
         todo = (await session.scalars(select(Todo).where(
-            Todo.owner_id == owner_id, Todo.source_item_id == row["source_item_id"],
+            Todo.owner_id == principal_id, Todo.source_item_id == row["source_item_id"],
             Todo.source_occurrence_start.is_(None) if row["source_occurrence_start"] is None
             else Todo.source_occurrence_start == row["source_occurrence_start"])
             .execution_options(populate_existing=True))).one()

@@ -1,7 +1,8 @@
 """Workspace roles and what each may do: the permission table as data.
 
-The service checks against `PERMISSIONS`; the OpenAPI description and docs/decisions.md show the table
-rendered by `permission_table_markdown()` (a test fails when the documented copy drifts).
+A declaration on the kernel's role matrix (tenet.kernel.roles): the service checks with `require` / `allowed`;
+the OpenAPI description and docs/decisions.md show the table rendered by `permission_table_markdown()` (a test
+fails when the documented copy drifts).
 
 A rule names, per action and per role of the caller, the roles of the *target* the caller may act on
 (the member being removed or re-roled, the role an invitation grants). WS-INV-01 applies on top of
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from tenet.kernel.errors import DomainError
+from tenet.kernel.roles import Refusal, RoleMatrix
 from tenet.workspaces import errors
 
 
@@ -72,41 +75,18 @@ PERMISSIONS: dict[Action, dict[WorkspaceRole, frozenset[WorkspaceRole]]] = {
 }
 
 # Actions whose rule depends on a target's role (the others only on the caller's role).
-_TARGETED = {Action.INVITE, Action.MANAGE_INVITATION, Action.REMOVE_MEMBER}
+_TARGETED = frozenset({Action.INVITE, Action.MANAGE_INVITATION, Action.REMOVE_MEMBER})
 
 
-def allowed(role: WorkspaceRole | str, action: Action, target: WorkspaceRole | str | None = None) -> bool:
-    targets = PERMISSIONS[action].get(WorkspaceRole(role))
-    if targets is None:
-        return False
-    return target is None or WorkspaceRole(target) in targets
+def _refuse(refusal: Refusal[Action]) -> DomainError:
+    """403 WORKSPACE_ROLE_FORBIDDEN, naming the target's role when the caller may act on other roles."""
+    detail = f"A workspace {refusal.role} may not {refusal.description.lower()}"
+    if refusal.target is not None and refusal.partly:
+        detail += f" for the role {refusal.target}"
+    return errors.WorkspaceRoleForbidden(detail, **refusal.data)
 
 
-def require(role: WorkspaceRole | str, action: Action, target: WorkspaceRole | str | None = None) -> None:
-    """Raise 403 WORKSPACE_ROLE_FORBIDDEN unless `role` may do `action` (on a target of role `target`)."""
-    if not allowed(role, action, target):
-        detail = f"A workspace {role} may not {ACTION_DESCRIPTIONS[action].lower()}"
-        if target is not None and PERMISSIONS[action].get(WorkspaceRole(role)):
-            detail += f" for the role {target}"
-        error = errors.WorkspaceRoleForbidden(detail, action=action.value, role=str(role))
-        if target is not None:
-            error.data["target_role"] = str(target)
-        raise error
-
-
-def _cell(action: Action, role: WorkspaceRole) -> str:
-    targets = PERMISSIONS[action].get(role)
-    if targets is None:
-        return "no"
-    if action not in _TARGETED or targets == ANY:
-        return "yes"
-    return "only " + " or ".join(sorted(t.value for t in targets))
-
-
-def permission_table_markdown() -> str:
-    """The permission table, one row per action, one column per role."""
-    lines = ["| action | owner | admin | member |", "|---|---|---|---|"]
-    for action in Action:
-        cells = " | ".join(_cell(action, role) for role in WorkspaceRole)
-        lines.append(f"| {ACTION_DESCRIPTIONS[action]} | {cells} |")
-    return "\n".join(lines)
+MATRIX = RoleMatrix(WorkspaceRole, PERMISSIONS, descriptions=ACTION_DESCRIPTIONS, targeted=_TARGETED, refuse=_refuse)
+allowed = MATRIX.allowed
+require = MATRIX.require
+permission_table_markdown = MATRIX.markdown
