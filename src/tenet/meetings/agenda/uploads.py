@@ -186,6 +186,75 @@ def check_envelope(request: Request, max_bytes: int) -> bytes:
     return boundary
 
 
+class _Body:
+    """What one upload's parts have told so far: the file part (its type, size, first bytes, a write buffer)
+    and the short named fields. Fed the receiver's events in order; refuses as soon as a rule breaks."""
+
+    def __init__(self, temp: _TempFile, *, max_bytes: int, fields: tuple[str, ...]) -> None:
+        self.temp, self.max_bytes, self.fields = temp, max_bytes, fields
+        self.current: _Part | None = None
+        self.file_part: _Part | None = None
+        self.kind = ""
+        self.size = 0
+        self.head = bytearray()
+        self.checked = False  # the first HEAD_BYTES were compared with the declared type
+        self.buffer = bytearray()
+        self.values: dict[str, str] = {}
+
+    async def headers(self, part: _Part) -> None:
+        self.current = part
+        if part.is_file and part.name == "file":
+            if self.file_part is not None:
+                raise errors.AttachmentUploadMalformed("Send one file per request")
+            self.file_part = part
+            declared = mime.declared_type(part.headers.get(b"content-type", b"").decode("latin-1"),
+                                          mime.clean_filename(part.filename))
+            if declared is None:
+                raise errors.AttachmentMimeNotAllowed(allowed=list(mime.ALLOWED))
+            self.kind = declared
+            await self.temp.open()
+        elif part.is_file or part.name not in self.fields or part.name in self.values:
+            raise errors.AttachmentUploadMalformed(f"Unexpected part {part.name[:40]!r}")
+
+    async def data(self, payload: bytes) -> None:
+        assert self.current is not None
+        if self.current is not self.file_part:
+            self.current.data.extend(payload)
+            if len(self.current.data) > _FIELD_LIMIT:
+                raise errors.AttachmentUploadMalformed(f"The part {self.current.name!r} is too long")
+            return
+        self.size += len(payload)
+        if self.size > self.max_bytes:
+            raise errors.AttachmentTooLarge(max_bytes=self.max_bytes)
+        if not self.checked:
+            self.head.extend(payload[: mime.HEAD_BYTES - len(self.head)])
+            if len(self.head) >= mime.HEAD_BYTES:
+                self.checked = True
+                if not mime.matches(self.kind, bytes(self.head), complete=False):
+                    raise errors.AttachmentMimeMismatch(declared=self.kind)
+        self.buffer.extend(payload)
+        if len(self.buffer) >= BUFFER:
+            await self.temp.write(bytes(self.buffer))
+            self.buffer.clear()
+
+    def end(self, part: _Part) -> None:
+        if part is not self.file_part:
+            self.values[part.name] = _decode(bytes(part.data)).strip()
+
+    async def finish(self, complete: bool) -> Received:
+        if self.file_part is None:
+            raise errors.AttachmentUploadMalformed("No part named file")
+        if not complete:
+            raise errors.AttachmentUploadMalformed("The body ends before its closing boundary")
+        if not self.checked and not mime.matches(self.kind, bytes(self.head), complete=True):
+            raise errors.AttachmentMimeMismatch(declared=self.kind)
+        if self.buffer:
+            await self.temp.write(bytes(self.buffer))
+        await self.temp.finish()
+        return Received(path=self.temp.path, filename=mime.clean_filename(self.file_part.filename),
+                        mime_type=self.kind, size=self.size, sha256=self.temp.digest.hexdigest(), fields=self.values)
+
+
 async def receive(request: Request, *, temp_dir: Path, max_bytes: int, fields: tuple[str, ...] = ()) -> Received:
     """Stream the body into a temp file: exactly one part `file` (plus the named short `fields`)."""
     boundary = check_envelope(request, max_bytes)
@@ -195,14 +264,7 @@ async def receive(request: Request, *, temp_dir: Path, max_bytes: int, fields: t
     except FormParserError:  # a boundary the parser cannot use (over 256 characters)
         raise errors.AttachmentUploadMalformed("The multipart boundary is not usable") from None
     temp = _TempFile(temp_dir / f"{uuid.uuid4()}.part")
-    current: _Part | None = None
-    file_part: _Part | None = None
-    kind = ""
-    size = 0
-    head = bytearray()
-    checked = False
-    buffer = bytearray()
-    values: dict[str, str] = {}
+    body = _Body(temp, max_bytes=max_bytes, fields=fields)
     done = False
     try:
         async for chunk in request.stream():
@@ -212,59 +274,19 @@ async def receive(request: Request, *, temp_dir: Path, max_bytes: int, fields: t
                 raise errors.AttachmentUploadMalformed("The multipart body is malformed") from None
             for event, payload in receiver.events:
                 if event == "headers":
-                    current = payload
-                    if payload.is_file and payload.name == "file":
-                        if file_part is not None:
-                            raise errors.AttachmentUploadMalformed("Send one file per request")
-                        file_part = payload
-                        filename = mime.clean_filename(payload.filename)
-                        declared = mime.declared_type(payload.headers.get(b"content-type", b"").decode("latin-1"),
-                                                      filename)
-                        if declared is None:
-                            raise errors.AttachmentMimeNotAllowed(allowed=list(mime.ALLOWED))
-                        kind = declared
-                        await temp.open()
-                    elif payload.is_file or payload.name not in fields or payload.name in values:
-                        raise errors.AttachmentUploadMalformed(f"Unexpected part {payload.name[:40]!r}")
+                    await body.headers(payload)
                 elif event == "data":
-                    assert current is not None
-                    if current is file_part:
-                        size += len(payload)
-                        if size > max_bytes:
-                            raise errors.AttachmentTooLarge(max_bytes=max_bytes)
-                        if not checked:
-                            head.extend(payload[: mime.HEAD_BYTES - len(head)])
-                            if len(head) >= mime.HEAD_BYTES:
-                                checked = True
-                                if not mime.matches(kind, bytes(head), complete=False):
-                                    raise errors.AttachmentMimeMismatch(declared=kind)
-                        buffer.extend(payload)
-                        if len(buffer) >= BUFFER:
-                            await temp.write(bytes(buffer))
-                            buffer.clear()
-                    else:
-                        current.data.extend(payload)
-                        if len(current.data) > _FIELD_LIMIT:
-                            raise errors.AttachmentUploadMalformed(f"The part {current.name!r} is too long")
-                elif event == "end" and payload is not file_part:
-                    values[payload.name] = _decode(bytes(payload.data)).strip()
+                    await body.data(payload)
+                elif event == "end":
+                    body.end(payload)
             receiver.events.clear()
         try:
             parser.finalize()
         except FormParserError:
             raise errors.AttachmentUploadMalformed("The multipart body is malformed") from None
-        if file_part is None:
-            raise errors.AttachmentUploadMalformed("No part named file")
-        if not receiver.complete:
-            raise errors.AttachmentUploadMalformed("The body ends before its closing boundary")
-        if not checked and not mime.matches(kind, bytes(head), complete=True):
-            raise errors.AttachmentMimeMismatch(declared=kind)
-        if buffer:
-            await temp.write(bytes(buffer))
-        await temp.finish()
+        received = await body.finish(receiver.complete)
         done = True
-        return Received(path=temp.path, filename=mime.clean_filename(file_part.filename), mime_type=kind, size=size,
-                        sha256=temp.digest.hexdigest(), fields=values)
+        return received
     except ClientDisconnect:
         raise errors.AttachmentUploadMalformed("The upload was interrupted") from None
     finally:
