@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 
 from fastapi import FastAPI
@@ -47,19 +47,10 @@ and answer `{items, next_cursor}`. **POST** accepts `Idempotency-Key` (replays w
 """
 
 
-def create_app(
-    settings: KernelSettings | None = None,
-    *,
-    database: Database | None = None,
-    clock: Clock | None = None,
-    run_background_tasks: bool = True,
-) -> FastAPI:
-    """Build the application. Tests pass their own `database` (bound to a rolled-back transaction) and
-    a frozen `clock`; production passes nothing and gets the settings' database and the system clock."""
-    settings = settings or Settings()
-    iam_settings = section(settings, IamSettings)
-    configure_logging(settings.log_level, settings.log_format)
-    domains = load_all()
+def _lifespan(settings: KernelSettings, database: Database | None, *, run_background_tasks: bool
+              ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """What the process holds while it serves: its database (unless a test passed one), the rate limiter, the
+    mail dispatcher; released in reverse on the way out."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -89,11 +80,28 @@ def create_app(
             if owned:
                 await app.state.db.dispose()
 
+    return lifespan
+
+
+def create_app(
+    settings: KernelSettings | None = None,
+    *,
+    database: Database | None = None,
+    clock: Clock | None = None,
+    run_background_tasks: bool = True,
+) -> FastAPI:
+    """Build the application. Tests pass their own `database` (bound to a rolled-back transaction) and
+    a frozen `clock`; production passes nothing and gets the settings' database and the system clock."""
+    settings = settings or Settings()
+    iam_settings = section(settings, IamSettings)
+    configure_logging(settings.log_level, settings.log_format)
+    domains = load_all()
+
     app = FastAPI(
         title="Tenet",
         version=__version__,
         description=DESCRIPTION,
-        lifespan=lifespan,
+        lifespan=_lifespan(settings, database, run_background_tasks=run_background_tasks),
         docs_url=None,  # tenet.web.docs serves /docs and /redoc from its own assets (no CDN)
         redoc_url=None,
         openapi_tags=[
