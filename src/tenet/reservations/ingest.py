@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, cast
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam.principal import Principal
 from tenet.kernel.errors import MalformedRequestBody
+from tenet.kernel.reads import Params, Runner
+from tenet.kernel.statements import statements
 from tenet.reservations import audit, errors
 from tenet.reservations.ai_contract import AI_CONTRACT_VERSION, LISTS, ContractError, MappedItem, map_item
 from tenet.reservations.audit import AuditActor, Entry
@@ -149,33 +150,26 @@ def prepare(body: bytes, *, principal: Principal, max_items: int) -> Prepared:
 # --- the write -------------------------------------------------------------------------------------------
 
 
-class Executor(Protocol):
-    """Runs one statement (SQLAlchemy-style `:name` placeholders) and answers its rows as dicts. Tenet runs the
-    ingest on its unit of work; the bench's baseline runs the very same statements on a bare psycopg cursor."""
+class Writer(Runner, Protocol):
+    """What the ingest runs its statements on (psycopg `%(name)s` placeholders, rows as dicts): Tenet's unit of
+    work (`kernel.statements`); the bench's baseline runs the very same statements on a bare psycopg cursor."""
 
-    async def __call__(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
-
-
-def session_executor(session: AsyncSession) -> Executor:
-    async def run(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        result = await session.execute(text(sql), params)
-        return [dict(row._mapping) for row in result] if getattr(result, "returns_rows", False) else []
-
-    return run
+    async def execute(self, sql: str, params: Params = None) -> int: ...
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-async def _insert(run: Executor, table: str, rows: list[dict[str, Any]]) -> None:
+async def _insert(run: Writer, table: str, rows: list[dict[str, Any]]) -> None:
     """Many rows in one statement with one parameter (the rows as JSON, decoded by PostgreSQL into the
     table's own row type): the same statement whatever the batch size."""
     if not rows:
         return
     columns = ", ".join(rows[0])
-    await run(f"INSERT INTO reservation.{table} ({columns}) SELECT {columns} FROM "
-              f"json_populate_recordset(NULL::reservation.{table}, CAST(:rows AS json))", {"rows": _json(rows)})
+    await run.execute(f"INSERT INTO reservation.{table} ({columns}) SELECT {columns} FROM "
+                      f"json_populate_recordset(NULL::reservation.{table}, CAST(%(rows)s AS json))",
+                      {"rows": _json(rows)})
 
 
 class BatchExists(Exception):
@@ -217,34 +211,34 @@ def _processing_order(items: list[MappedItem]) -> tuple[list[int], dict[int, int
     return order, parent_of, cyclic
 
 
-async def _earlier_parents(run: Executor, prepared: Prepared, batch_id: int,
+async def _earlier_parents(run: Writer, prepared: Prepared, batch_id: int,
                            indexes: Iterable[int]) -> dict[int, dict[str, Any]]:
     """The newest queue task of an earlier batch of this message for each source event index."""
     wanted = sorted(set(indexes))
     if not wanted:
         return {}
-    rows = await run(f"""
+    rows = await run.all(f"""
         SELECT DISTINCT ON (t.source_event_index) t.source_event_index, k.id AS task_id, k.order_id,
                o.order_status
           FROM reservation.workflow_reservation_ai_transition t
           JOIN reservation.workflow_reservation_task k ON k.hotel_id = t.hotel_id AND k.ai_transition_id = t.id
           JOIN {_O} o ON o.hotel_id = k.hotel_id AND o.id = k.order_id
-         WHERE t.hotel_id = :h AND t.source_message_id = :m AND t.batch_id <> :b
-           AND t.source_event_index = ANY(:idx) AND k.queue_participation
+         WHERE t.hotel_id = %(h)s AND t.source_message_id = %(m)s AND t.batch_id <> %(b)s
+           AND t.source_event_index = ANY(%(idx)s) AND k.queue_participation
          ORDER BY t.source_event_index, t.id DESC""",
         {"h": prepared.hotel_id, "m": prepared.source_message_id, "b": batch_id, "idx": wanted})
     return {row["source_event_index"]: row for row in rows}
 
 
-async def _active_orders(run: Executor, hotel_id: str, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+async def _active_orders(run: Writer, hotel_id: str, keys: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
     if not keys:
         return {}
     types, values = zip(*sorted(keys), strict=True)
-    rows = await run(f"""
+    rows = await run.all(f"""
         SELECT id, order_key_type, order_business_key FROM {_O}
-         WHERE hotel_id = :h AND order_status = 'ACTIVE'
-           AND (order_key_type, order_business_key) IN (SELECT * FROM unnest(CAST(:types AS text[]),
-                                                                             CAST(:keys AS text[])))""",
+         WHERE hotel_id = %(h)s AND order_status = 'ACTIVE'
+           AND (order_key_type, order_business_key) IN (SELECT * FROM unnest(CAST(%(types)s AS text[]),
+                                                                             CAST(%(keys)s AS text[])))""",
         {"h": hotel_id, "types": list(types), "keys": list(values)})
     return {(row["order_key_type"], row["order_business_key"]): row["id"] for row in rows}
 
@@ -272,36 +266,36 @@ def _match_keys(item: MappedItem) -> list[tuple[str, str]]:
     return found
 
 
-async def _allocate_ids(run: Executor, count: int) -> dict[str, list[int]]:
+async def _allocate_ids(run: Writer, count: int) -> dict[str, list[int]]:
     """Ids for the batch's transitions, tasks and cards in one round trip, ascending: tasks are inserted
     parents first, so a parent's id is always smaller than its child's (ck_rsv_task_parent_before_child)."""
     tables = {"transition": "workflow_reservation_ai_transition", "task": "workflow_reservation_task",
               "card": "workflow_reservation_task_card"}
     columns = ", ".join(
         f"ARRAY(SELECT nextval(pg_get_serial_sequence('reservation.{table}', 'id')) "
-        f"FROM generate_series(1, :n)) AS {name}" for name, table in tables.items())
-    (row,) = await run(f"SELECT {columns}", {"n": count})
+        f"FROM generate_series(1, %(n)s)) AS {name}" for name, table in tables.items())
+    (row,) = await run.all(f"SELECT {columns}", {"n": count})
     return {name: sorted(row[name]) for name in tables}
 
 
-async def ingest(db: AsyncSession | Executor, prepared: Prepared, *, principal: Principal,
+async def ingest(db: AsyncSession | Writer, prepared: Prepared, *, principal: Principal,
                  now: datetime) -> dict[str, Any]:
     """Write the batch; answer its stored first answer (`items` and the batch facts). Raises BatchExists when
     the key is already taken (the caller answers from the stored batch)."""
-    run = session_executor(db) if isinstance(db, AsyncSession) else db
+    run: Writer = await statements(db) if isinstance(db, AsyncSession) else db
     # Custom plans for this transaction's statements. Their lookups take arrays whose sizes vary with the batch
-    # (`= ANY(:ids)`, `unnest(...)`, `json_populate_recordset(...)`); once psycopg prepares them (on a
+    # (`= ANY(%(ids)s)`, `unnest(...)`, `json_populate_recordset(...)`); once psycopg prepares them (on a
     # connection's 5th use), PostgreSQL may settle on a generic plan that is far worse for them. Measured with
     # `python -m bench ai_ingest`: about 3x the PostgreSQL CPU per batch and half the batches per second.
-    await run("SET LOCAL plan_cache_mode = force_custom_plan", {})
-    claimed = await run(f"""
-        WITH hotel AS (INSERT INTO reservation.hotel (hotel_id, created_at, updated_at) VALUES (:h, :now, :now)
+    await run.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    claimed = await run.all(f"""
+        WITH hotel AS (INSERT INTO reservation.hotel (hotel_id, created_at, updated_at) VALUES (%(h)s, %(now)s, %(now)s)
                        ON CONFLICT (hotel_id) DO NOTHING)
         INSERT INTO reservation.workflow_reservation_ai_batch (hotel_id, source_message_id, request_payload_sha256,
                batch_idempotency_key, idempotency_basis, client_id, request_id, received_at, item_count, request_body,
                extraction_warnings_json, ai_contract_version, created_at, updated_at)
-        VALUES (:h, :m, :sha, :key, :basis, :client, :request_id, :now, :count, :body, :warnings,
-                '{AI_CONTRACT_VERSION}', :now, :now)
+        VALUES (%(h)s, %(m)s, %(sha)s, %(key)s, %(basis)s, %(client)s, %(request_id)s, %(now)s, %(count)s, %(body)s,
+                %(warnings)s, '{AI_CONTRACT_VERSION}', %(now)s, %(now)s)
         ON CONFLICT (hotel_id, batch_idempotency_key) DO NOTHING RETURNING id""",
         {"h": prepared.hotel_id, "m": prepared.source_message_id, "sha": prepared.body_sha, "key": prepared.key,
          "basis": "REQUEST_ID" if prepared.request_id is not None else "BODY", "client": principal.id,
@@ -399,14 +393,14 @@ async def ingest(db: AsyncSession | Executor, prepared: Prepared, *, principal: 
     new_keys = sorted({t[1] for t in target.values() if t[0] == "new"})
     created: dict[tuple[str, str], int] = {}
     if new_keys:
-        rows = await run(f"""
+        rows = await run.all(f"""
             INSERT INTO {_O} (hotel_id, order_key_type, order_business_key, order_status, business_key_source,
                               display_name, source_message_id, created_from_task_id, last_execution_order,
                               created_at, updated_at)
-            SELECT :h, k.key_type, k.business_key, 'ACTIVE', 'AI_CANDIDATE', k.key_type || ' ' || k.business_key,
-                   :m, k.task, k.n, :now, :now
-              FROM unnest(CAST(:types AS text[]), CAST(:keys AS text[]), CAST(:tasks AS bigint[]),
-                          CAST(:counts AS integer[])) WITH ORDINALITY AS k(key_type, business_key, task, n, i)
+            SELECT %(h)s, k.key_type, k.business_key, 'ACTIVE', 'AI_CANDIDATE', k.key_type || ' ' || k.business_key,
+                   %(m)s, k.task, k.n, %(now)s, %(now)s
+              FROM unnest(CAST(%(types)s AS text[]), CAST(%(keys)s AS text[]), CAST(%(tasks)s AS bigint[]),
+                          CAST(%(counts)s AS integer[])) WITH ORDINALITY AS k(key_type, business_key, task, n, i)
              ORDER BY k.i
             ON CONFLICT (hotel_id, order_key_type, order_business_key) WHERE order_status = 'ACTIVE' DO NOTHING
             RETURNING id, order_key_type, order_business_key""",
@@ -427,7 +421,7 @@ async def ingest(db: AsyncSession | Executor, prepared: Prepared, *, principal: 
     status_of: dict[int, str] = {order_id: "ACTIVE" for order_id in created.values()}
     existing = sorted({chosen[1] for chosen in target.values() if chosen[0] == "order"})
     if existing:
-        locked = await run(f"SELECT id, order_status FROM {_O} WHERE hotel_id = :h AND id = ANY(:ids) "
+        locked = await run.all(f"SELECT id, order_status FROM {_O} WHERE hotel_id = %(h)s AND id = ANY(%(ids)s) "
                            "ORDER BY id FOR UPDATE", {"h": prepared.hotel_id, "ids": existing})
         status_of.update({row["id"]: row["order_status"] for row in locked})
         for position, chosen in list(target.items()):
@@ -437,10 +431,10 @@ async def ingest(db: AsyncSession | Executor, prepared: Prepared, *, principal: 
     counts, first_task = tally()
     start_at: dict[int, int] = {order_id: 0 for order_id in created.values()}
     if existing:
-        rows = await run(f"""
-            UPDATE {_O} o SET last_execution_order = o.last_execution_order + c.n, updated_at = :now
-              FROM unnest(CAST(:ids AS bigint[]), CAST(:counts AS integer[])) AS c(id, n)
-             WHERE o.hotel_id = :h AND o.id = c.id
+        rows = await run.all(f"""
+            UPDATE {_O} o SET last_execution_order = o.last_execution_order + c.n, updated_at = %(now)s
+              FROM unnest(CAST(%(ids)s AS bigint[]), CAST(%(counts)s AS integer[])) AS c(id, n)
+             WHERE o.hotel_id = %(h)s AND o.id = c.id
             RETURNING o.id, o.last_execution_order - c.n AS before""",
             {"h": prepared.hotel_id, "now": now, "ids": existing,
              "counts": [counts[("order", order_id)] for order_id in existing]})
@@ -449,15 +443,15 @@ async def ingest(db: AsyncSession | Executor, prepared: Prepared, *, principal: 
     order_ids: dict[tuple[str, Any], int] = {("new", key): order_id for key, order_id in created.items()}
     temp_groups = sorted({chosen[1] for chosen in target.values() if chosen[0] == "temp"}, key=repr)
     if temp_groups:
-        rows = await run(f"""
+        rows = await run.all(f"""
             WITH fresh AS (
                 SELECT nextval(pg_get_serial_sequence('{_O}', 'id')) AS id, t.i, t.card, t.task, t.n
-                  FROM unnest(CAST(:cards AS text[]), CAST(:tasks AS bigint[]), CAST(:counts AS integer[]))
+                  FROM unnest(CAST(%(cards)s AS text[]), CAST(%(tasks)s AS bigint[]), CAST(%(counts)s AS integer[]))
                        WITH ORDINALITY AS t(card, task, n, i))
             INSERT INTO {_O} (id, hotel_id, order_key_type, temporary_order_code, order_status, display_name,
                               source_message_id, created_from_task_id, last_execution_order, created_at, updated_at)
-            SELECT f.id, :h, 'TEMPORARY', 'TMP-' || f.id, 'TEMPORARY', 'TMP-' || f.id || ' · ' || f.card, :m, f.task,
-                   f.n, :now, :now
+            SELECT f.id, %(h)s, 'TEMPORARY', 'TMP-' || f.id, 'TEMPORARY', 'TMP-' || f.id || ' · ' || f.card, %(m)s,
+                   f.task, f.n, %(now)s, %(now)s
               FROM fresh f ORDER BY f.i
             RETURNING id, created_from_task_id""",
             {"h": prepared.hotel_id, "m": prepared.source_message_id, "now": now,
@@ -569,9 +563,10 @@ async def ingest(db: AsyncSession | Executor, prepared: Prepared, *, principal: 
     await _insert(run, "workflow_reservation_audit_log", audit.rows(entries, actor=AuditActor.of(principal), now=now))
 
     ordered = [answers[position] for position in range(len(items))]
-    await run("UPDATE reservation.workflow_reservation_ai_batch SET response_items_json = CAST(:items AS jsonb), "
-              "updated_at = :now WHERE hotel_id = :h AND id = :b",
-              {"items": _json(ordered), "now": now, "h": prepared.hotel_id, "b": batch_id})
+    await run.execute("UPDATE reservation.workflow_reservation_ai_batch "
+                      "SET response_items_json = CAST(%(items)s AS jsonb), updated_at = %(now)s "
+                      "WHERE hotel_id = %(h)s AND id = %(b)s",
+                      {"items": _json(ordered), "now": now, "h": prepared.hotel_id, "b": batch_id})
     return {"batch_id": batch_id, "hotel_id": prepared.hotel_id, "source_message_id": prepared.source_message_id,
             "request_id": prepared.request_id, "request_payload_sha256": prepared.body_sha,
             "batch_idempotency_key": prepared.key, "item_count": len(items), "items": ordered}
