@@ -233,7 +233,7 @@ async def create_order(body: OrderCreate, principal: Manager, session: SessionDe
     viewer = Viewer(principal)
     order_id = await service.create_order(session, hotel_id=body.hotel_id, key_type=body.order_key_type,
                                           business_key=body.order_business_key, display_name=body.display_name,
-                                          viewer=viewer, now=now)
+                                          principal=principal, now=now)
     detail = await queries.order(await statements(session), order_id=order_id, viewer=viewer)
     return json_response(OrderDetail.model_validate(detail), status_code=201,
                          headers={"Location": f"{PREFIX}/orders/{order_id}", "ETag": etag(detail["version"])})
@@ -265,7 +265,7 @@ async def end_order(order_id: OrderId, principal: Manager, session: SessionDep, 
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version if body else None, required=False)
     await service.close_order(session, order_id=order_id, to="ENDED", reason=body.reason if body else None,
-                              want=want, viewer=viewer, now=now)
+                              want=want, principal=principal, now=now)
     return await _order_closed(session, order_id, viewer)
 
 
@@ -279,7 +279,7 @@ async def logic_delete_order(order_id: OrderId, body: OrderLogicDelete, principa
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version, required=False)
     await service.close_order(session, order_id=order_id, to="LOGIC_DELETED", reason=body.reason, want=want,
-                              viewer=viewer, now=now)
+                              principal=principal, now=now)
     return await _order_closed(session, order_id, viewer)
 
 
@@ -307,7 +307,7 @@ async def save_draft(task_id: TaskId, body: TaskCardDraft, principal: Editor, se
                      if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
-    await service.save_draft(session, task_id=task_id, payload=body.payload, want=want, viewer=viewer, now=now)
+    await service.save_draft(session, task_id=task_id, payload=body.payload, want=want, principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
@@ -320,7 +320,7 @@ async def confirm_task(task_id: TaskId, body: TaskConfirm, principal: Confirmer,
                        if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
-    await service.confirm_task(session, task_id=task_id, payload=body.payload, want=want, viewer=viewer, now=now)
+    await service.confirm_task(session, task_id=task_id, payload=body.payload, want=want, principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
@@ -331,8 +331,8 @@ async def move_task(task_id: TaskId, body: TaskMove, principal: Mover, session: 
                     if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
-    await service.move_task(session, task_id=task_id, target_order_id=int(body.order_id), want=want, viewer=viewer,
-                            now=now)
+    await service.move_task(session, task_id=task_id, target_order_id=int(body.order_id), want=want,
+                            principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
@@ -344,7 +344,7 @@ async def convert_task(task_id: TaskId, body: TaskConvert, principal: Editor, se
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
     await service.convert_task(session, task_id=task_id, task_card_type=body.task_card_type, want=want,
-                               viewer=viewer, now=now)
+                               principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
@@ -355,7 +355,7 @@ async def abandon_task(task_id: TaskId, body: TaskAbandon, principal: Manager, s
                        if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
-    await service.abandon_task(session, task_id=task_id, reason=body.reason, want=want, viewer=viewer, now=now)
+    await service.abandon_task(session, task_id=task_id, reason=body.reason, want=want, principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
@@ -377,7 +377,7 @@ async def execute_task(task_id: TaskId, principal: Executor, session: SessionDep
                        if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, None, required=False)
-    await execution.execute_task(session, task_id=task_id, want=want, viewer=viewer, now=now)
+    await execution.execute_task(session, task_id=task_id, want=want, principal=principal, now=now)
     return await _execution_answer(session, task_id, viewer)
 
 
@@ -401,7 +401,8 @@ async def retry_operation(operation_id: Annotated[int, Path(ge=1, le=MAX_ID)], p
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_attempt_count if body else None)
     assert want is not None
-    task_id = await execution.retry_operation(session, operation_id=operation_id, want=want, viewer=viewer, now=now)
+    task_id = await execution.retry_operation(session, operation_id=operation_id, want=want, principal=principal,
+                                              now=now)
     return await _execution_answer(session, task_id, viewer)
 
 
@@ -453,7 +454,7 @@ async def list_hotels(principal: CurrentPrincipal, request: Request, params: Pag
              summary="Register a hotel (reservation:hotel:manage)", responses=problem_responses(409))
 async def register_hotel(body: HotelCreate, principal: HotelManager, session: SessionDep, now: NowDep) -> Response:
     viewer = Viewer(principal)
-    await service.register_hotel(session, hotel_id=body.hotel_id, display_name=body.display_name, viewer=viewer,
+    await service.register_hotel(session, hotel_id=body.hotel_id, display_name=body.display_name, principal=principal,
                                  now=now)
     hotel = await queries.hotel(await statements(session), hotel_id=body.hotel_id, viewer=viewer)
     return json_response(HotelRead.model_validate(hotel), status_code=201)
@@ -472,7 +473,7 @@ async def list_staff(hotel_id: HotelPath, principal: HotelManager,
             summary="Assign an account to a hotel (reservation:hotel:manage)", responses=problem_responses(404, 409))
 async def grant_staff(hotel_id: HotelPath, user_id: uuid.UUID,
                       principal: HotelManager, session: SessionDep, now: NowDep) -> Response:
-    await service.grant_staff(session, hotel_id=hotel_id, user_id=user_id, viewer=Viewer(principal), now=now)
+    await service.grant_staff(session, hotel_id=hotel_id, user_id=user_id, principal=principal, now=now)
     return Response(status_code=204)
 
 
@@ -480,7 +481,7 @@ async def grant_staff(hotel_id: HotelPath, user_id: uuid.UUID,
                summary="Remove an account from a hotel (reservation:hotel:manage)", responses=problem_responses(404))
 async def revoke_staff(hotel_id: HotelPath, user_id: uuid.UUID,
                        principal: HotelManager, session: SessionDep, now: NowDep) -> Response:
-    await service.revoke_staff(session, hotel_id=hotel_id, user_id=user_id, viewer=Viewer(principal), now=now)
+    await service.revoke_staff(session, hotel_id=hotel_id, user_id=user_id, principal=principal, now=now)
     return Response(status_code=204)
 
 

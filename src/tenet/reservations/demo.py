@@ -34,7 +34,7 @@ from tenet.reservations import execution, ingest, service
 from tenet.reservations.cards import validation
 from tenet.reservations.cards.provider import PROVIDER
 from tenet.reservations.models import Hotel, OperaOperation, Task, TaskCard
-from tenet.reservations.permissions import POINTS, Viewer
+from tenet.reservations.permissions import POINTS
 
 HOTEL, HOTEL_NAME = "DEMO-HOTEL", "Demo Harbour Hotel"
 AGENT_EMAIL = "agent@demo.example.com"
@@ -60,7 +60,7 @@ class _Demo:
 
     db: Database
     now: datetime
-    viewer: Viewer        # the agent (or, without one, a stand-in with every reservation permission)
+    agent: Principal      # the agent (or, without one, a stand-in with every reservation permission)
     ingester: Principal   # the demo's SuperAgent client
 
     async def run(self, body: Callable[[AsyncSession], Awaitable[Any]]) -> Any:
@@ -84,10 +84,10 @@ class _Demo:
             prefill, _ = validation.prefill(PROVIDER.definition(task.task_card_type), card.ai_payload_json)
             want = ExpectedVersion(task.version, True)
         await self.run(lambda s: service.confirm_task(s, task_id=task_id, payload={**prefill, **payload}, want=want,
-                                                      viewer=self.viewer, now=self.now))
+                                                      principal=self.agent, now=self.now))
 
     async def execute(self, task_id: int) -> None:
-        await self.run(lambda s: execution.execute_task(s, task_id=task_id, want=None, viewer=self.viewer,
+        await self.run(lambda s: execution.execute_task(s, task_id=task_id, want=None, principal=self.agent,
                                                         now=self.now))
 
 
@@ -102,11 +102,11 @@ async def load(db: Database, *, now: datetime) -> list[str]:
         client, secret = await iam_service.create_api_client(
             session, name="SuperAgent demo", scopes=[Scope.RESERVATIONS_INGEST, Scope.RESERVATIONS_READ],
             hotel_ids=[HOTEL], now=now, actor=Actor.system())
-    viewer = Viewer(Principal(kind="user", id=agent_id or client.id, permissions=frozenset(p.name for p in POINTS)))
+    principal = Principal(kind="user", id=agent_id or client.id, permissions=frozenset(p.name for p in POINTS))
     if agent_id is not None:
         async with db.unit_of_work() as session:
-            await service.grant_staff(session, hotel_id=HOTEL, user_id=agent_id, viewer=viewer, now=now)
-    demo = _Demo(db=db, now=now, viewer=viewer, ingester=Principal(
+            await service.grant_staff(session, hotel_id=HOTEL, user_id=agent_id, principal=principal, now=now)
+    demo = _Demo(db=db, now=now, agent=principal, ingester=Principal(
         kind="client", id=client.id, scopes=frozenset(client.scopes), hotel_ids=frozenset({HOTEL})))
     await _queue_with_every_state(demo)
     await _new_booking_backfilled(demo)
@@ -161,10 +161,10 @@ async def _failing_write_and_abandoned(demo: _Demo) -> None:
             .where(OperaOperation.task_id == failing[0]["task_id"], OperaOperation.operation_status == "FAILED")
         )).one()
     await demo.run(lambda s: execution.retry_operation(
-        s, operation_id=write_id, want=ExpectedVersion(attempts, True), viewer=demo.viewer, now=demo.now))
+        s, operation_id=write_id, want=ExpectedVersion(attempts, True), principal=demo.agent, now=demo.now))
     want = await demo.version(failing[1]["task_id"])
     await demo.run(lambda s: service.abandon_task(s, task_id=failing[1]["task_id"], reason="Voucher sent twice",
-                                                 want=want, viewer=demo.viewer, now=demo.now))
+                                                 want=want, principal=demo.agent, now=demo.now))
 
 
 async def _drafts_notices_and_a_replay(demo: _Demo) -> bool:
@@ -181,7 +181,7 @@ async def _drafts_notices_and_a_replay(demo: _Demo) -> bool:
     await demo.run(lambda s: service.save_draft(s, task_id=rooming[0]["task_id"], payload={
         "group_code": "WEDDING26", "rooming_list": [{"guest_name": "A. Lovelace", "room_type": "KING"},
                                                     {"guest_name": "C. Babbage"}]},
-        want=want, viewer=demo.viewer, now=demo.now))
+        want=want, principal=demo.agent, now=demo.now))
     try:
         await demo.post(mixed)
     except ingest.BatchExists:

@@ -26,6 +26,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.iam.principal import Principal
 from tenet.kernel.db_errors import violated_constraint
 from tenet.kernel.errors import DomainError
 from tenet.kernel.http import ExpectedVersion
@@ -58,9 +59,10 @@ _ANY_OPEN_SQL = f"""
                       AND queue_participation AND task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING'))"""
 
 
-async def execute_task(session: AsyncSession, *, task_id: int, want: ExpectedVersion | None, viewer: Viewer,
+async def execute_task(session: AsyncSession, *, task_id: int, want: ExpectedVersion | None, principal: Principal,
                        now: datetime, adapter: OperaAdapter = ADAPTER) -> None:
     """READY -> EXECUTING, then the operations in sequence; COMPLETED when all succeeded."""
+    viewer = Viewer(principal)
     hotel_id, order_id = await service.resolve_task(session, task_id, viewer)
     await service.lock_orders(session, hotel_id, [order_id])
     task = await service.load_task(session, hotel_id, task_id)
@@ -84,7 +86,7 @@ async def execute_task(session: AsyncSession, *, task_id: int, want: ExpectedVer
         "external_reference": f"tenet-rsv-op-{operation_id}", "request_payload_json": step.request,
         "attempt_count": 0, "created_at": now, "updated_at": now,
     } for operation_id, step in zip(sorted(ids), planned, strict=True)])
-    actor = AuditActor.of(viewer.principal)
+    actor = AuditActor.of(principal)
     await audit.record(session, Entry(hotel_id, "reservation.task.execution_started", order_id=task.order_id,
                                       task_id=task_id, before={"task_status": "READY"},
                                       after={"task_status": "EXECUTING", "version": task.version}),
@@ -92,10 +94,11 @@ async def execute_task(session: AsyncSession, *, task_id: int, want: ExpectedVer
     await _run(session, task, payload, actor=actor, now=now, adapter=adapter)
 
 
-async def retry_operation(session: AsyncSession, *, operation_id: int, want: ExpectedVersion, viewer: Viewer,
+async def retry_operation(session: AsyncSession, *, operation_id: int, want: ExpectedVersion, principal: Principal,
                           now: datetime, adapter: OperaAdapter = ADAPTER) -> int:
     """A new attempt of the task's FAILED operation (its attempt count must be the one the caller saw), then
     the operations after it; answers the task id."""
+    viewer = Viewer(principal)
     row = await (await statements(session)).one(_VISIBLE_OPERATION_SQL, {"id": operation_id, **viewer.params()})
     if row is None:
         raise errors.OperationNotFound()
@@ -119,7 +122,7 @@ async def retry_operation(session: AsyncSession, *, operation_id: int, want: Exp
     if claimed is None:
         raise want.stale(operation.attempt_count)
     card = await service.load_card(session, hotel_id, task_id)
-    await _run(session, task, card.confirmed_payload_json or {}, actor=AuditActor.of(viewer.principal), now=now,
+    await _run(session, task, card.confirmed_payload_json or {}, actor=AuditActor.of(principal), now=now,
                adapter=adapter)
     return task_id
 

@@ -23,6 +23,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import service as iam_service
+from tenet.iam.principal import Principal
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.errors import Conflict, DomainError, ValidationFailed
 from tenet.kernel.http import ExpectedVersion
@@ -153,8 +154,9 @@ async def touch_order(session: AsyncSession, hotel_id: str, order_id: int, now: 
 
 
 async def save_draft(session: AsyncSession, *, task_id: int, payload: dict[str, Any], want: ExpectedVersion,
-                     viewer: Viewer, now: datetime,
+                     principal: Principal, now: datetime,
                      provider: TaskCardFieldDefinitionProvider = PROVIDER) -> None:
+    viewer = Viewer(principal)
     hotel_id, order_id = await resolve_task(session, task_id, viewer)
     task = await load_task(session, hotel_id, task_id)
     if task.task_status != "PENDING_CONFIRM" or task.task_card_type == "MESSAGE_NOTIFICATION":
@@ -180,13 +182,14 @@ async def save_draft(session: AsyncSession, *, task_id: int, payload: dict[str, 
         hotel_id, "reservation.task.draft_saved", order_id=order_id, task_id=task_id, before=before,
         after={"version": moved.version, "field_contract_version": definition.field_contract_version,
                "changed_fields": validation.changed_fields(previous_draft, values),
-               "payload_sha256": payload_sha256(values)}), actor=AuditActor.of(viewer.principal), now=now)
+               "payload_sha256": payload_sha256(values)}), actor=AuditActor.of(principal), now=now)
 
 
 async def confirm_task(session: AsyncSession, *, task_id: int, payload: dict[str, Any], want: ExpectedVersion,
-                       viewer: Viewer, now: datetime,
+                       principal: Principal, now: datetime,
                        provider: TaskCardFieldDefinitionProvider = PROVIDER) -> None:
     """PENDING_CONFIRM -> READY with the card's confirmed payload (what OPERA will read), who and when."""
+    viewer = Viewer(principal)
     hotel_id, order_id = await resolve_task(session, task_id, viewer)
     await lock_orders(session, hotel_id, [order_id])
     task = await load_task(session, hotel_id, task_id)
@@ -215,14 +218,15 @@ async def confirm_task(session: AsyncSession, *, task_id: int, payload: dict[str
         hotel_id, "reservation.task.confirmed", order_id=order_id, task_id=task_id, before=before,
         after={"task_status": moved.task_status, "version": moved.version, "payload_sha256": payload_sha256(values),
                "changed_fields": validation.changed_fields(prefill, values)}),
-        actor=AuditActor.of(viewer.principal), now=now)
+        actor=AuditActor.of(principal), now=now)
 
 
 async def convert_task(session: AsyncSession, *, task_id: int, task_card_type: str, want: ExpectedVersion,
-                       viewer: Viewer, now: datetime,
+                       principal: Principal, now: datetime,
                        provider: TaskCardFieldDefinitionProvider = PROVIDER) -> None:
     """A manual review becomes a typed task (spec §3.2 "waiting for manual conversion"): the task and its card
     take the card type (and its system task type); the draft is cleared; the AI item stays."""
+    viewer = Viewer(principal)
     hotel_id, order_id = await resolve_task(session, task_id, viewer)
     await lock_orders(session, hotel_id, [order_id])
     task = await load_task(session, hotel_id, task_id)
@@ -249,13 +253,14 @@ async def convert_task(session: AsyncSession, *, task_id: int, task_card_type: s
     await audit.record(session, Entry(
         hotel_id, "reservation.task.converted", order_id=order_id, task_id=task_id, before=before,
         after={"system_task_type": system_task_type, "task_card_type": task_card_type, "version": moved.version}),
-        actor=AuditActor.of(viewer.principal), now=now)
+        actor=AuditActor.of(principal), now=now)
 
 
 async def abandon_task(session: AsyncSession, *, task_id: int, reason: str, want: ExpectedVersion,
-                       viewer: Viewer, now: datetime) -> None:
+                       principal: Principal, now: datetime) -> None:
     """An open queue task ends FAILED by a person's decision, with a reason (never automatically: an OPERA
     failure leaves the task EXECUTING, spec §12). Nothing is written to OPERA; the queue moves on."""
+    viewer = Viewer(principal)
     hotel_id, order_id = await resolve_task(session, task_id, viewer)
     await lock_orders(session, hotel_id, [order_id])
     task = await load_task(session, hotel_id, task_id)
@@ -271,7 +276,7 @@ async def abandon_task(session: AsyncSession, *, task_id: int, reason: str, want
     await audit.record(session, Entry(
         hotel_id, "reservation.task.abandoned", order_id=order_id, task_id=task_id, reason=reason, before=before,
         after={"task_status": moved.task_status, "version": moved.version}),
-        actor=AuditActor.of(viewer.principal), now=now)
+        actor=AuditActor.of(principal), now=now)
 
 
 # --- moves ---------------------------------------------------------------------------------------------------
@@ -296,7 +301,8 @@ async def append_to_queue(session: AsyncSession, *, hotel_id: str, task_ids: lis
 
 
 async def move_task(session: AsyncSession, *, task_id: int, target_order_id: int, want: ExpectedVersion,
-                    viewer: Viewer, now: datetime) -> None:
+                    principal: Principal, now: datetime) -> None:
+    viewer = Viewer(principal)
     hotel_id, source_id = await resolve_task(session, task_id, viewer)
     target_hotel = await resolve_order(session, target_order_id, viewer)
     if target_hotel != hotel_id:
@@ -335,16 +341,17 @@ async def move_task(session: AsyncSession, *, task_id: int, target_order_id: int
                              after={"order_status": "LOGIC_DELETED"}))
     else:
         await touch_order(session, hotel_id, source_id, now)
-    await audit.record(session, *entries, actor=AuditActor.of(viewer.principal), now=now)
+    await audit.record(session, *entries, actor=AuditActor.of(principal), now=now)
 
 
 # --- orders --------------------------------------------------------------------------------------------------
 
 
 async def create_order(session: AsyncSession, *, hotel_id: str, key_type: str, business_key: str,
-                       display_name: str | None, viewer: Viewer, now: datetime) -> int:
+                       display_name: str | None, principal: Principal, now: datetime) -> int:
     """An ACTIVE order an agent knows of (a booking the system has not seen), so that misfiled tasks have
     somewhere to go. RSV-INV-07: the partial unique index decides races; the pre-check only names the order."""
+    viewer = Viewer(principal)
     if await (await statements(session)).one(_VISIBLE_HOTEL_SQL, {"h": hotel_id, **viewer.params()}) is None:
         raise errors.HotelNotFound()
     try:
@@ -362,16 +369,17 @@ async def create_order(session: AsyncSession, *, hotel_id: str, key_type: str, b
     await audit.record(session, Entry(
         hotel_id, "reservation.order.created", order_id=order.id,
         after={"order_status": "ACTIVE", "order_key_type": key_type, "order_business_key": key,
-               "business_key_source": "USER_CONFIRMED"}), actor=AuditActor.of(viewer.principal), now=now)
+               "business_key_source": "USER_CONFIRMED"}), actor=AuditActor.of(principal), now=now)
     return order.id
 
 
 async def close_order(session: AsyncSession, *, order_id: int, to: str, reason: str | None,
-                      want: ExpectedVersion | None, viewer: Viewer, now: datetime) -> None:
+                      want: ExpectedVersion | None, principal: Principal, now: datetime) -> None:
     """end (-> ENDED) or logic_delete (-> LOGIC_DELETED), by a person."""
+    viewer = Viewer(principal)
     hotel_id = await resolve_order(session, order_id, viewer)
     order = (await lock_orders(session, hotel_id, [order_id]))[order_id]
-    await close_locked(session, order, to=to, reason=reason, want=want, actor=AuditActor.of(viewer.principal),
+    await close_locked(session, order, to=to, reason=reason, want=want, actor=AuditActor.of(principal),
                        now=now)
 
 
@@ -410,19 +418,20 @@ async def close_locked(session: AsyncSession, order: Order, *, to: str, reason: 
 # --- hotels --------------------------------------------------------------------------------------------------
 
 
-async def register_hotel(session: AsyncSession, *, hotel_id: str, display_name: str | None, viewer: Viewer,
+async def register_hotel(session: AsyncSession, *, hotel_id: str, display_name: str | None, principal: Principal,
                          now: datetime) -> Hotel:
     hotel = Hotel(hotel_id=hotel_id, display_name=display_name, created_at=now, updated_at=now)
     await add_unique(session, hotel, on_violation={"pk_hotel": lambda: errors.HotelAlreadyExists(hotel_id=hotel_id)})
     await audit.record(session, Entry(hotel_id, "reservation.hotel.registered", after={"hotel_id": hotel_id}),
-                       actor=AuditActor.of(viewer.principal), now=now)
+                       actor=AuditActor.of(principal), now=now)
     return hotel
 
 
-async def grant_staff(session: AsyncSession, *, hotel_id: str, user_id: uuid.UUID, viewer: Viewer,
+async def grant_staff(session: AsyncSession, *, hotel_id: str, user_id: uuid.UUID, principal: Principal,
                       now: datetime) -> None:
     """The account works this hotel's queue from now on (idempotent). The account is share-locked and must
     be active, so a concurrent deletion either removes this grant too or finds nothing to remove."""
+    viewer = Viewer(principal)
     if await session.get(Hotel, hotel_id) is None:
         raise errors.HotelNotFound()
     await iam_service.require_active_accounts(session, [user_id])
@@ -430,16 +439,16 @@ async def grant_staff(session: AsyncSession, *, hotel_id: str, user_id: uuid.UUI
                                                                 "by": viewer.user_id})
     if granted is not None:
         await audit.record(session, Entry(hotel_id, "reservation.hotel.staff_granted", after={"user_id": user_id}),
-                           actor=AuditActor.of(viewer.principal), now=now)
+                           actor=AuditActor.of(principal), now=now)
 
 
-async def revoke_staff(session: AsyncSession, *, hotel_id: str, user_id: uuid.UUID, viewer: Viewer,
+async def revoke_staff(session: AsyncSession, *, hotel_id: str, user_id: uuid.UUID, principal: Principal,
                        now: datetime) -> None:
     revoked = await (await statements(session)).one(_REVOKE_SQL, {"h": hotel_id, "u": user_id})
     if revoked is None:
         raise errors.HotelStaffNotFound()
     await audit.record(session, Entry(hotel_id, "reservation.hotel.staff_revoked", before={"user_id": user_id}),
-                       actor=AuditActor.of(viewer.principal), now=now)
+                       actor=AuditActor.of(principal), now=now)
 
 
 async def remove_deleted_account(session: AsyncSession, *, user_id: uuid.UUID, actor: AuditActor,
