@@ -3,7 +3,7 @@
 The data is made through Tenet's public API: an administrator (made with `tenet users create-admin` on the
 bench database), a hotel `BENCH` with an ingest client and an agent assigned to it, and ORDERS ACTIVE orders
 (`BK0000` .. `BK0999`), each created by an ingested update. The baselines run Tenet's own statements on the
-bare psycopg cursor: the ingest through `ingest.ingest` with a cursor executor, the reads through the same
+bare psycopg cursor: the ingest through `ingest.ingest` on the cursor (`CursorStatements`), the reads through the same
 SQL of `tenet.reservations.queries`.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,6 @@ HOTEL = "BENCH"
 ORDERS = 1000
 ADMIN_EMAIL, ADMIN_PASSWORD = "bench-admin@bench.example", "bench-admin-password-0123"
 BASE = "/api/v1/reservations"
-_PLACEHOLDER = re.compile(r"(?<![:\w]):(\w+)")
 
 
 @dataclass(frozen=True)
@@ -94,17 +92,6 @@ async def prepare(client: httpx.AsyncClient, database_url: str) -> Setup:
                  agent_id=agent.id, agent_token=await sign_in(client, agent))
 
 
-def cursor_executor(cursor: AsyncCursor) -> Any:
-    """Tenet's ingest statements (`:name` placeholders, as SQLAlchemy's text() reads them) on a bare cursor:
-    the same SQL PostgreSQL receives from Tenet."""
-
-    async def run(sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        await cursor.execute(_PLACEHOLDER.sub(r"%(\1)s", sql), params)
-        return await cursor.fetchall() if cursor.description else []
-
-    return run
-
-
 class CursorReads:
     """tenet.kernel.reads.Reads over the baseline's cursor."""
 
@@ -122,6 +109,15 @@ class CursorReads:
     async def value(self, sql: str, params: Any = None) -> Any:
         row = await self.one(sql, params)
         return None if row is None else next(iter(row.values()))
+
+
+class CursorStatements(CursorReads):
+    """Tenet's ingest statements (`ingest.Writer`: psycopg `%(name)s` placeholders, as kernel.statements runs
+    them) on the baseline's bare cursor: the same SQL PostgreSQL receives from Tenet."""
+
+    async def execute(self, sql: str, params: Any = None) -> int:
+        await self.cursor.execute(sql, params)
+        return self.cursor.rowcount
 
 
 def jsonable(value: Any) -> Any:

@@ -31,9 +31,9 @@ from bench.scenarios._reservations import (
     BASE,
     HOTEL,
     ORDERS,
+    CursorStatements,
     Setup,
     batch_body,
-    cursor_executor,
     jsonable,
     prepare,
     update_item,
@@ -119,7 +119,7 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
     await cursor.execute(queries.BATCH_BY_KEY_SQL, {"hotel_id": prepared.hotel_id, "key": prepared.key})
     if await cursor.fetchone() is not None:
         return BaselineAnswer(409, {"code": "a replay: this scenario sends new batches only"})
-    answer = await ingest.ingest(cursor_executor(cursor), prepared, principal=principal, now=datetime.now(UTC))
+    answer = await ingest.ingest(CursorStatements(cursor), prepared, principal=principal, now=datetime.now(UTC))
     return BaselineAnswer(201, jsonable({**answer, "replayed": False}))
 
 

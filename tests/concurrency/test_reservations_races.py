@@ -272,16 +272,16 @@ class TestMoveAgainstClosingTheTarget:
         from tenet.iam.principal import Principal
         from tenet.kernel.errors import DomainError
         from tenet.kernel.http import ExpectedVersion
-        from tenet.reservations.permissions import POINTS, Viewer
+        from tenet.reservations.permissions import POINTS
 
-        viewer = Viewer(Principal(kind="user", id=world.admin.id, permissions=frozenset(p.name for p in POINTS)))
+        principal = Principal(kind="user", id=world.admin.id, permissions=frozenset(p.name for p in POINTS))
 
         async def move() -> str:
             try:
                 async with committed_db.unit_of_work() as session:
                     await service.move_task(session, task_id=int(misfiled["task_id"]),
                                             target_order_id=int(target["order_id"]),
-                                            want=ExpectedVersion(1, True), viewer=viewer, now=clock.now())
+                                            want=ExpectedVersion(1, True), principal=principal, now=clock.now())
             except DomainError as exc:
                 return str(exc.code)
             except Exception as exc:  # the database refused what a stale read let through
@@ -293,7 +293,7 @@ class TestMoveAgainstClosingTheTarget:
             try:
                 async with committed_db.unit_of_work() as session:
                     await service.close_order(session, order_id=int(target["order_id"]), to="LOGIC_DELETED",
-                                              reason="duplicate", want=None, viewer=viewer, now=clock.now())
+                                              reason="duplicate", want=None, principal=principal, now=clock.now())
             except DomainError as exc:
                 return str(exc.code)
             return "closed"

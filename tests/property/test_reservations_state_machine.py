@@ -33,7 +33,7 @@ from tenet.reservations import execution, ingest, lifecycles, service
 from tenet.reservations.cards import validation
 from tenet.reservations.cards.contract import SIMULATION_OUTCOMES
 from tenet.reservations.cards.provider import PROVIDER
-from tenet.reservations.permissions import POINTS, Viewer
+from tenet.reservations.permissions import POINTS
 from tests.reservations.conftest import confirmable
 from tests.support.statemachine import run_machine
 
@@ -68,7 +68,7 @@ def _reachable(source: str) -> set[str]:
 
 CLIENT = Principal(kind="client", id=uuid.UUID(int=1), scopes=frozenset({"reservations:ingest"}),
                    hotel_ids=frozenset({"H1"}))
-AGENT = Viewer(Principal(kind="user", id=uuid.UUID(int=2), permissions=frozenset(p.name for p in POINTS)))
+AGENT = Principal(kind="user", id=uuid.UUID(int=2), permissions=frozenset(p.name for p in POINTS))
 
 
 @st.composite
@@ -226,7 +226,7 @@ class ReservationCommands(RuleBasedStateMachine):
         facts = self.task_facts(task_id)
         payload = {"room_type": "TWIN"} if valid else {"room_type": 7, "unknown": True}
         self.command(lambda s: service.save_draft(s, task_id=task_id, payload=payload,
-                                                  want=self.version(facts["version"], stale), viewer=AGENT,
+                                                  want=self.version(facts["version"], stale), principal=AGENT,
                                                   now=self.now))
 
     @rule(which=INDEX, stale=st.booleans(), outcome=st.sampled_from(OUTCOME_CHOICES),
@@ -242,7 +242,7 @@ class ReservationCommands(RuleBasedStateMachine):
         if key is not None:
             payload["confirmation_number"] = key
         self.command(lambda s: service.confirm_task(s, task_id=task_id, payload=payload,
-                                                    want=self.version(facts["version"], stale), viewer=AGENT,
+                                                    want=self.version(facts["version"], stale), principal=AGENT,
                                                     now=self.now))
 
     @rule(which=INDEX, outcome=st.sampled_from(OUTCOME_CHOICES))
@@ -261,9 +261,9 @@ class ReservationCommands(RuleBasedStateMachine):
         if "confirmation_number" in payload and "group_code" not in payload:
             payload["confirmation_number"] = self.own_key(task_id)
         if self.command(lambda s: service.confirm_task(s, task_id=task_id, payload=payload,
-                                                       want=self.version(facts["version"], False), viewer=AGENT,
+                                                       want=self.version(facts["version"], False), principal=AGENT,
                                                        now=self.now)) is not False:
-            self.command(lambda s: execution.execute_task(s, task_id=task_id, want=None, viewer=AGENT, now=self.now))
+            self.command(lambda s: execution.execute_task(s, task_id=task_id, want=None, principal=AGENT, now=self.now))
 
     @rule(which=INDEX, destination=INDEX, stale=st.booleans())
     def move(self, which: int, destination: int, stale: bool) -> None:
@@ -273,7 +273,7 @@ class ReservationCommands(RuleBasedStateMachine):
         task_id, order_id = self.pick(tasks, which), self.pick(orders, destination)
         facts = self.task_facts(task_id)
         self.command(lambda s: service.move_task(s, task_id=task_id, target_order_id=order_id,
-                                                 want=self.version(facts["version"], stale), viewer=AGENT,
+                                                 want=self.version(facts["version"], stale), principal=AGENT,
                                                  now=self.now))
 
     @rule(which=INDEX, card=st.sampled_from(["UPDATE_BOOKING", "NEW_BOOKING", "CANCEL_BOOKING"]))
@@ -283,7 +283,7 @@ class ReservationCommands(RuleBasedStateMachine):
         task_id = self.pick(tasks, which)
         facts = self.task_facts(task_id)
         self.command(lambda s: service.convert_task(s, task_id=task_id, task_card_type=card,
-                                                    want=self.version(facts["version"], False), viewer=AGENT,
+                                                    want=self.version(facts["version"], False), principal=AGENT,
                                                     now=self.now))
 
     @rule(which=INDEX, aim=st.booleans())
@@ -291,7 +291,7 @@ class ReservationCommands(RuleBasedStateMachine):
         if not (tasks := self.tasks("READY" if aim else None)):
             return
         task_id = self.pick(tasks, which)
-        self.command(lambda s: execution.execute_task(s, task_id=task_id, want=None, viewer=AGENT, now=self.now))
+        self.command(lambda s: execution.execute_task(s, task_id=task_id, want=None, principal=AGENT, now=self.now))
 
     @rule(which=INDEX, stale=st.booleans(), aim=st.booleans())
     def retry(self, which: int, stale: bool, aim: bool) -> None:
@@ -303,7 +303,7 @@ class ReservationCommands(RuleBasedStateMachine):
         count = self.ids(f"SELECT attempt_count FROM reservation.workflow_reservation_opera_operation "
                          f"WHERE id = {int(operation_id)}")[0]
         want = ExpectedVersion(count + 1 if stale else count, from_header=True)
-        self.command(lambda s: execution.retry_operation(s, operation_id=operation_id, want=want, viewer=AGENT,
+        self.command(lambda s: execution.retry_operation(s, operation_id=operation_id, want=want, principal=AGENT,
                                                          now=self.now))
 
     @rule(which=INDEX, stale=st.booleans())
@@ -313,7 +313,7 @@ class ReservationCommands(RuleBasedStateMachine):
         task_id = self.pick(tasks, which)
         facts = self.task_facts(task_id)
         self.command(lambda s: service.abandon_task(s, task_id=task_id, reason="machine",
-                                                    want=self.version(facts["version"], stale), viewer=AGENT,
+                                                    want=self.version(facts["version"], stale), principal=AGENT,
                                                     now=self.now))
 
     # --- orders -------------------------------------------------------------------------------------------
@@ -325,12 +325,12 @@ class ReservationCommands(RuleBasedStateMachine):
             return
         order_id = self.pick(orders, which)
         self.command(lambda s: service.close_order(s, order_id=order_id, to=to, reason="machine", want=None,
-                                                   viewer=AGENT, now=self.now))
+                                                   principal=AGENT, now=self.now))
 
     @rule(key=st.sampled_from(KEYS), kind=st.sampled_from(["CONFIRMATION_NUMBER", "GROUP_CODE"]))
     def create_order(self, key: str, kind: str) -> None:
         self.command(lambda s: service.create_order(s, hotel_id="H1", key_type=kind, business_key=key,
-                                                    display_name=None, viewer=AGENT, now=self.now))
+                                                    display_name=None, principal=AGENT, now=self.now))
 
     # --- after every step ---------------------------------------------------------------------------------
 

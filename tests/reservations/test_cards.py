@@ -12,7 +12,7 @@ from tenet.kernel.jobs import JobRuntime, run_now
 from tenet.reservations import tasks as reservation_jobs
 from tenet.reservations.cards.contract import CURRENT_VERSION, LEGACY_VERSION
 from tenet.reservations.cards.provider import PROVIDER
-from tenet.reservations.cards.validation import prefill
+from tenet.reservations.cards.validation import prefill, validate
 from tests.reservations.conftest import body, code, confirmable, item, rsv_invariants_hold
 
 
@@ -177,3 +177,43 @@ class TestContractMigration:
                              version=task["version"])
         assert sorted((e["field"], e["code"]) for e in bad.json()["errors"]) == [
             ("commission_percent", "OUT_OF_RANGE"), ("iata_number", "BAD_FORMAT")]
+
+
+class TestTypeErrorsReportedOnce:
+    """Review finding of issue 23: a field of the wrong type is reported on that field alone. The card's rules
+    judge only the fields that converted, so a present (but mistyped) key is not also "a confirmation number or a
+    group code is required", nor a mistyped change "at least one change is required"."""
+
+    @staticmethod
+    def _issues(card: str, payload: dict) -> list[tuple[str, str]]:
+        _, issues = validate(PROVIDER.definition(card), payload, mode="confirm")
+        return sorted((issue.field, issue.code) for issue in issues)
+
+    def test_a_mistyped_key_is_not_also_a_missing_key(self):
+        assert self._issues("UPDATE_BOOKING", {"confirmation_number": 12345, "room_type": "KING"}) == [
+            ("confirmation_number", "WRONG_TYPE")]
+        assert self._issues("CANCEL_BOOKING", {"group_code": ["G1"]}) == [("group_code", "WRONG_TYPE")]
+
+    def test_a_mistyped_change_is_not_also_no_change(self):
+        assert self._issues("UPDATE_BOOKING", {"confirmation_number": "CN1", "adults": "two"}) == [
+            ("adults", "WRONG_TYPE")]
+
+    def test_a_mistyped_companion_is_not_also_missing(self):
+        assert self._issues("VOUCHER_RECEIVED", {"confirmation_number": "CN1", "voucher_number": "V-1",
+                                                 "voucher_amount": "10.00", "currency": 978}) == [
+            ("currency", "WRONG_TYPE")]
+
+    def test_the_rules_still_judge_what_did_convert(self):
+        # The key is really missing: the rule speaks, next to the type error of another field.
+        assert self._issues("UPDATE_BOOKING", {"room_type": "KING", "adults": "two"}) == [
+            ("adults", "WRONG_TYPE"), ("confirmation_number", "KEY_REQUIRED")]
+        assert self._issues("UPDATE_BOOKING", {"confirmation_number": "CN1"}) == [
+            ("arrival_date", "CHANGE_REQUIRED")]
+
+    async def test_the_confirm_route_answers_the_type_error_alone(self, rsv, world):
+        (result,) = (await rsv.ingest_ok(world.ingest1, body("H1", [item(cn="CT1")])))["items"]
+        task = await rsv.task(world.agent, result["task_id"])
+        bad = await rsv.post(world.agent, f"/tasks/{task['id']}/confirm",
+                             {"payload": {"confirmation_number": 7, "room_type": "KING"}}, version=task["version"])
+        assert (bad.status_code, code(bad)) == (422, "TASK_CARD_PAYLOAD_INVALID")
+        assert [(e["field"], e["code"]) for e in bad.json()["errors"]] == [("confirmation_number", "WRONG_TYPE")]

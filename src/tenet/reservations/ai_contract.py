@@ -37,7 +37,6 @@ from tenet.reservations.rawjson import Element, JsonObject
 AI_CONTRACT_VERSION = "20260711-p0"
 LISTS = ("ai_task_results", "message_events", "unhandled_current_intents")
 RESULT_TYPES = ("normal_task", "manual_review", "source_message_review_notification", "unhandled_current_intent")
-TASK_TYPES = ("NEW_BOOKING", "UPDATE_BOOKING", "CANCEL_BOOKING", "MESSAGE_NOTIFICATION", *UPDATE_CARDS)
 INT32 = 2**31 - 1
 
 ERROR_TEMPLATES = {

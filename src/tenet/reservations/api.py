@@ -1,7 +1,8 @@
 """Routes of the reservation workflow: /api/v1/reservations (API.md "Reservation workflow").
 
 Routes parse, authorise (one dependency each), call one service function and shape the answer. Reads run on
-the transaction-free read path; commands answer by reading their own writes in their unit of work. Rows of
+the transaction-free read path; a command answers through the query function its GET uses, run on the unit of
+work's statements (`kernel.statements`), so it reads its own writes and answers what the GET answers. Rows of
 hotels the caller may not see answer 404. Changes to a task name the version the caller read: If-Match
 (or `expected_version`); a stale one is 412 (409 for the body field), none at all 428.
 """
@@ -12,6 +13,7 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response, status
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.deps import NowDep, SessionDep, SettingsDep, reads
 from tenet.iam.auth import CurrentPrincipal, require, require_scope
@@ -19,10 +21,11 @@ from tenet.iam.principal import Principal
 from tenet.kernel.errors import UnsupportedMediaType
 from tenet.kernel.http import API_PREFIX, TenetRoute, etag, expected_version, json_response, problem_responses
 from tenet.kernel.pagination import Page, PageParams, page_params
-from tenet.kernel.reads import BoundReads
 from tenet.kernel.settings import section
-from tenet.reservations import errors, execution, hotels, ingest, queries, service
+from tenet.kernel.statements import statements
+from tenet.reservations import errors, execution, ingest, queries, service
 from tenet.reservations.cards import definitions_api
+from tenet.reservations.keys import UnusableKey, normalize_key
 from tenet.reservations.permissions import ReservationPermission as P
 from tenet.reservations.permissions import ReservationScope, Viewer, require_batch_read, require_read
 from tenet.reservations.schemas import (
@@ -90,10 +93,9 @@ Auditor = Annotated[Principal, Depends(require(P.AUDIT_READ))]
 HotelManager = Annotated[Principal, Depends(require(P.HOTEL_MANAGE))]
 
 
-async def _task_answer(session: Any, task_id: int, viewer: Viewer, *, status_code: int = 200) -> Response:
+async def _task_answer(session: AsyncSession, task_id: int, viewer: Viewer, *, status_code: int = 200) -> Response:
     """The task as the command left it, read in the command's own unit of work."""
-    task = TaskRead.model_validate(await queries.task(BoundReads(await session.connection()), task_id=task_id,
-                                                      viewer=viewer))
+    task = TaskRead.model_validate(await queries.task(await statements(session), task_id=task_id, viewer=viewer))
     return json_response(task, status_code=status_code, headers={"ETag": etag(task.version)})
 
 
@@ -211,8 +213,6 @@ async def list_orders(principal: CurrentPrincipal, request: Request, params: Pag
     viewer = require_read(principal)
     key = None
     if business_key is not None:
-        from tenet.reservations.keys import UnusableKey, normalize_key
-
         try:
             key = normalize_key(business_key)
         except UnusableKey:
@@ -233,8 +233,8 @@ async def create_order(body: OrderCreate, principal: Manager, session: SessionDe
     viewer = Viewer(principal)
     order_id = await service.create_order(session, hotel_id=body.hotel_id, key_type=body.order_key_type,
                                           business_key=body.order_business_key, display_name=body.display_name,
-                                          viewer=viewer, now=now)
-    detail = await queries.order(BoundReads(await session.connection()), order_id=order_id, viewer=viewer)
+                                          principal=principal, now=now)
+    detail = await queries.order(await statements(session), order_id=order_id, viewer=viewer)
     return json_response(OrderDetail.model_validate(detail), status_code=201,
                          headers={"Location": f"{PREFIX}/orders/{order_id}", "ETag": etag(detail["version"])})
 
@@ -251,8 +251,8 @@ async def get_order(order_id: OrderId, principal: CurrentPrincipal, request: Req
     return json_response(OrderDetail.model_validate(detail), headers={"ETag": etag(detail["version"])})
 
 
-async def _order_closed(session: Any, order_id: int, viewer: Viewer) -> Response:
-    detail = await queries.order(BoundReads(await session.connection()), order_id=order_id, viewer=viewer)
+async def _order_closed(session: AsyncSession, order_id: int, viewer: Viewer) -> Response:
+    detail = await queries.order(await statements(session), order_id=order_id, viewer=viewer)
     return json_response(OrderDetail.model_validate(detail), headers={"ETag": etag(detail["version"])})
 
 
@@ -265,7 +265,7 @@ async def end_order(order_id: OrderId, principal: Manager, session: SessionDep, 
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version if body else None, required=False)
     await service.close_order(session, order_id=order_id, to="ENDED", reason=body.reason if body else None,
-                              want=want, viewer=viewer, now=now)
+                              want=want, principal=principal, now=now)
     return await _order_closed(session, order_id, viewer)
 
 
@@ -279,7 +279,7 @@ async def logic_delete_order(order_id: OrderId, body: OrderLogicDelete, principa
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version, required=False)
     await service.close_order(session, order_id=order_id, to="LOGIC_DELETED", reason=body.reason, want=want,
-                              viewer=viewer, now=now)
+                              principal=principal, now=now)
     return await _order_closed(session, order_id, viewer)
 
 
@@ -307,7 +307,7 @@ async def save_draft(task_id: TaskId, body: TaskCardDraft, principal: Editor, se
                      if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
-    await service.save_draft(session, task_id=task_id, payload=body.payload, want=want, viewer=viewer, now=now)
+    await service.save_draft(session, task_id=task_id, payload=body.payload, want=want, principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
@@ -320,7 +320,7 @@ async def confirm_task(task_id: TaskId, body: TaskConfirm, principal: Confirmer,
                        if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
-    await service.confirm_task(session, task_id=task_id, payload=body.payload, want=want, viewer=viewer, now=now)
+    await service.confirm_task(session, task_id=task_id, payload=body.payload, want=want, principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
@@ -331,8 +331,8 @@ async def move_task(task_id: TaskId, body: TaskMove, principal: Mover, session: 
                     if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
-    await service.move_task(session, task_id=task_id, target_order_id=int(body.order_id), want=want, viewer=viewer,
-                            now=now)
+    await service.move_task(session, task_id=task_id, target_order_id=int(body.order_id), want=want,
+                            principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
@@ -344,7 +344,7 @@ async def convert_task(task_id: TaskId, body: TaskConvert, principal: Editor, se
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
     await service.convert_task(session, task_id=task_id, task_card_type=body.task_card_type, want=want,
-                               viewer=viewer, now=now)
+                               principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
@@ -355,12 +355,12 @@ async def abandon_task(task_id: TaskId, body: TaskAbandon, principal: Manager, s
                        if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_version)
-    await service.abandon_task(session, task_id=task_id, reason=body.reason, want=want, viewer=viewer, now=now)
+    await service.abandon_task(session, task_id=task_id, reason=body.reason, want=want, principal=principal, now=now)
     return await _task_answer(session, task_id, viewer)
 
 
-async def _execution_answer(session: Any, task_id: int, viewer: Viewer) -> Response:
-    bound = BoundReads(await session.connection())
+async def _execution_answer(session: AsyncSession, task_id: int, viewer: Viewer) -> Response:
+    bound = await statements(session)
     task = TaskRead.model_validate(await queries.task(bound, task_id=task_id, viewer=viewer))
     operations = await queries.operations(bound, task_id=task_id, viewer=viewer)
     return json_response(TaskExecution.model_validate({"task": task, "operations": operations}),
@@ -377,7 +377,7 @@ async def execute_task(task_id: TaskId, principal: Executor, session: SessionDep
                        if_match: IfMatch = None) -> Response:
     viewer = Viewer(principal)
     want = expected_version(if_match, None, required=False)
-    await execution.execute_task(session, task_id=task_id, want=want, viewer=viewer, now=now)
+    await execution.execute_task(session, task_id=task_id, want=want, principal=principal, now=now)
     return await _execution_answer(session, task_id, viewer)
 
 
@@ -401,7 +401,8 @@ async def retry_operation(operation_id: Annotated[int, Path(ge=1, le=MAX_ID)], p
     viewer = Viewer(principal)
     want = expected_version(if_match, body.expected_attempt_count if body else None)
     assert want is not None
-    task_id = await execution.retry_operation(session, operation_id=operation_id, want=want, viewer=viewer, now=now)
+    task_id = await execution.retry_operation(session, operation_id=operation_id, want=want, principal=principal,
+                                              now=now)
     return await _execution_answer(session, task_id, viewer)
 
 
@@ -436,7 +437,7 @@ async def list_audit_logs(principal: Auditor, request: Request, params: PageDep,
                           order_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
                           task_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
                           action: Annotated[str | None, Query(max_length=128, pattern=_TEXT)] = None) -> Response:
-    rows, cursor = await hotels.audit_logs(reads(request), viewer=Viewer(principal), hotel_id=hotel_id,
+    rows, cursor = await queries.audit_logs(reads(request), viewer=Viewer(principal), hotel_id=hotel_id,
                                            order_id=order_id, task_id=task_id, action=action, page=params)
     return json_response(Page[AuditLogRead](items=[AuditLogRead.model_validate(r) for r in rows], next_cursor=cursor))
 
@@ -445,24 +446,25 @@ async def list_audit_logs(principal: Auditor, request: Request, params: PageDep,
             responses=problem_responses(400))
 async def list_hotels(principal: CurrentPrincipal, request: Request, params: PageDep) -> Response:
     viewer = require_read(principal)
-    rows, cursor = await hotels.hotels(reads(request), viewer=viewer, page=params)
+    rows, cursor = await queries.hotels(reads(request), viewer=viewer, page=params)
     return json_response(Page[HotelRead](items=[HotelRead.model_validate(r) for r in rows], next_cursor=cursor))
 
 
 @router.post("/hotels", status_code=status.HTTP_201_CREATED, response_model=HotelRead,
              summary="Register a hotel (reservation:hotel:manage)", responses=problem_responses(409))
 async def register_hotel(body: HotelCreate, principal: HotelManager, session: SessionDep, now: NowDep) -> Response:
-    hotel = await service.register_hotel(session, hotel_id=body.hotel_id, display_name=body.display_name,
-                                         viewer=Viewer(principal), now=now)
-    return json_response(HotelRead(hotel_id=hotel.hotel_id, display_name=hotel.display_name,
-                                   created_at=hotel.created_at, assigned=False), status_code=201)
+    viewer = Viewer(principal)
+    await service.register_hotel(session, hotel_id=body.hotel_id, display_name=body.display_name, principal=principal,
+                                 now=now)
+    hotel = await queries.hotel(await statements(session), hotel_id=body.hotel_id, viewer=viewer)
+    return json_response(HotelRead.model_validate(hotel), status_code=201)
 
 
 @router.get("/hotels/{hotel_id}/staff", response_model=Page[HotelStaffRead], summary="A hotel's assigned staff",
             responses=problem_responses(400, 404))
 async def list_staff(hotel_id: HotelPath, principal: HotelManager,
                      request: Request, params: PageDep) -> Response:
-    rows, cursor = await hotels.staff(reads(request), hotel_id=hotel_id, page=params)
+    rows, cursor = await queries.staff(reads(request), hotel_id=hotel_id, page=params)
     return json_response(Page[HotelStaffRead](items=[HotelStaffRead.model_validate(r) for r in rows],
                                               next_cursor=cursor))
 
@@ -471,7 +473,7 @@ async def list_staff(hotel_id: HotelPath, principal: HotelManager,
             summary="Assign an account to a hotel (reservation:hotel:manage)", responses=problem_responses(404, 409))
 async def grant_staff(hotel_id: HotelPath, user_id: uuid.UUID,
                       principal: HotelManager, session: SessionDep, now: NowDep) -> Response:
-    await service.grant_staff(session, hotel_id=hotel_id, user_id=user_id, viewer=Viewer(principal), now=now)
+    await service.grant_staff(session, hotel_id=hotel_id, user_id=user_id, principal=principal, now=now)
     return Response(status_code=204)
 
 
@@ -479,7 +481,7 @@ async def grant_staff(hotel_id: HotelPath, user_id: uuid.UUID,
                summary="Remove an account from a hotel (reservation:hotel:manage)", responses=problem_responses(404))
 async def revoke_staff(hotel_id: HotelPath, user_id: uuid.UUID,
                        principal: HotelManager, session: SessionDep, now: NowDep) -> Response:
-    await service.revoke_staff(session, hotel_id=hotel_id, user_id=user_id, viewer=Viewer(principal), now=now)
+    await service.revoke_staff(session, hotel_id=hotel_id, user_id=user_id, principal=principal, now=now)
     return Response(status_code=204)
 
 

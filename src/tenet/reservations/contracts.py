@@ -9,26 +9,26 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.kernel.statements import statements
 from tenet.reservations import audit
 from tenet.reservations.audit import AuditActor, Entry
 from tenet.reservations.cards.provider import PROVIDER, TaskCardFieldDefinitionProvider
 
 BATCH = 500
 
-_MIGRATE_SQL = text("""
+_MIGRATE_SQL = """
     WITH picked AS (
         SELECT c.hotel_id, c.id FROM reservation.workflow_reservation_task_card c
-         WHERE c.task_card_type = :card_type AND c.field_contract_version = ANY(CAST(:older AS text[]))
+         WHERE c.task_card_type = %(card_type)s AND c.field_contract_version = ANY(CAST(%(older)s AS text[]))
            AND c.draft_payload_json IS NULL AND c.confirmed_payload_json IS NULL
-         ORDER BY c.id LIMIT :limit FOR UPDATE SKIP LOCKED)
-    UPDATE reservation.workflow_reservation_task_card c SET field_contract_version = :current, updated_at = :now
+         ORDER BY c.id LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+    UPDATE reservation.workflow_reservation_task_card c SET field_contract_version = %(current)s, updated_at = %(now)s
       FROM picked p
      WHERE c.hotel_id = p.hotel_id AND c.id = p.id
        AND c.draft_payload_json IS NULL AND c.confirmed_payload_json IS NULL
-    RETURNING c.hotel_id""")
+    RETURNING c.hotel_id"""
 
 
 async def migrate_batch(session: AsyncSession, *, now: datetime, limit: int = BATCH,
@@ -41,8 +41,8 @@ async def migrate_batch(session: AsyncSession, *, now: datetime, limit: int = BA
         older = [version for version in provider.versions(card_type) if version != current]
         if not older:
             continue
-        hotels = Counter((await session.execute(_MIGRATE_SQL, {
-            "card_type": card_type, "older": older, "current": current, "limit": limit, "now": now})).scalars())
+        hotels = Counter(row["hotel_id"] for row in await (await statements(session)).all(_MIGRATE_SQL, {
+            "card_type": card_type, "older": older, "current": current, "limit": limit, "now": now}))
         moved += sum(hotels.values())
         await audit.record(session, *(
             Entry(hotel_id, "reservation.card.contract_migrated",

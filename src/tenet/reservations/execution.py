@@ -22,13 +22,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, text
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.iam.principal import Principal
 from tenet.kernel.db_errors import violated_constraint
 from tenet.kernel.errors import DomainError
 from tenet.kernel.http import ExpectedVersion
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, transition
 from tenet.reservations import audit, errors, lifecycles, service
 from tenet.reservations.audit import AuditActor, Entry
@@ -42,14 +44,25 @@ from tenet.reservations.models import (
 from tenet.reservations.opera import ADAPTER, OperaAdapter, OperationCall, Outcome
 from tenet.reservations.permissions import Viewer, visible_sql
 
-_O = "reservation.workflow_reservation_order"
+_T = "reservation.workflow_reservation_task"
+_X = "reservation.workflow_reservation_opera_operation"
 # How long the back-fill waits for a key another transaction is inserting before giving up (ORDER_BUSY).
 BACKFILL_LOCK_TIMEOUT = "200ms"
+_OPERATION_IDS_SQL = f"SELECT nextval(pg_get_serial_sequence('{_X}', 'id')) AS id FROM generate_series(1, %(n)s)"
+_VISIBLE_OPERATION_SQL = f"""
+    SELECT hotel_id, order_id, task_id FROM {_X} x WHERE x.id = %(id)s AND {visible_sql('x.hotel_id')}"""
+_OPEN_TASKS_SQL = f"""
+    SELECT id FROM {_T} WHERE hotel_id = %(h)s AND order_id = %(o)s
+       AND task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING') ORDER BY execution_order"""
+_ANY_OPEN_SQL = f"""
+    SELECT EXISTS (SELECT 1 FROM {_T} WHERE hotel_id = %(h)s AND order_id = %(o)s
+                      AND queue_participation AND task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING'))"""
 
 
-async def execute_task(session: AsyncSession, *, task_id: int, want: ExpectedVersion | None, viewer: Viewer,
+async def execute_task(session: AsyncSession, *, task_id: int, want: ExpectedVersion | None, principal: Principal,
                        now: datetime, adapter: OperaAdapter = ADAPTER) -> None:
     """READY -> EXECUTING, then the operations in sequence; COMPLETED when all succeeded."""
+    viewer = Viewer(principal)
     hotel_id, order_id = await service.resolve_task(session, task_id, viewer)
     await service.lock_orders(session, hotel_id, [order_id])
     task = await service.load_task(session, hotel_id, task_id)
@@ -65,9 +78,7 @@ async def execute_task(session: AsyncSession, *, task_id: int, want: ExpectedVer
                             refuse=service.task_refusal(want, errors.TaskNotReady), status_attr="task_status")
     planned = adapter.plan(system_task_type=task.system_task_type, task_card_type=task.task_card_type,
                            confirmed_payload=payload)
-    ids = (await session.execute(text(
-        "SELECT nextval(pg_get_serial_sequence('reservation.workflow_reservation_opera_operation', 'id')) "
-        "FROM generate_series(1, :n)"), {"n": len(planned)})).scalars().all()
+    ids = [row["id"] for row in await (await statements(session)).all(_OPERATION_IDS_SQL, {"n": len(planned)})]
     await session.execute(insert(OperaOperation), [{
         "id": operation_id, "hotel_id": hotel_id, "order_id": task.order_id, "task_id": task_id,
         "operation_sequence": step.sequence, "operation_code": step.code, "operation_name": step.name,
@@ -75,7 +86,7 @@ async def execute_task(session: AsyncSession, *, task_id: int, want: ExpectedVer
         "external_reference": f"tenet-rsv-op-{operation_id}", "request_payload_json": step.request,
         "attempt_count": 0, "created_at": now, "updated_at": now,
     } for operation_id, step in zip(sorted(ids), planned, strict=True)])
-    actor = AuditActor.of(viewer.principal)
+    actor = AuditActor.of(principal)
     await audit.record(session, Entry(hotel_id, "reservation.task.execution_started", order_id=task.order_id,
                                       task_id=task_id, before={"task_status": "READY"},
                                       after={"task_status": "EXECUTING", "version": task.version}),
@@ -83,18 +94,16 @@ async def execute_task(session: AsyncSession, *, task_id: int, want: ExpectedVer
     await _run(session, task, payload, actor=actor, now=now, adapter=adapter)
 
 
-async def retry_operation(session: AsyncSession, *, operation_id: int, want: ExpectedVersion, viewer: Viewer,
+async def retry_operation(session: AsyncSession, *, operation_id: int, want: ExpectedVersion, principal: Principal,
                           now: datetime, adapter: OperaAdapter = ADAPTER) -> int:
     """A new attempt of the task's FAILED operation (its attempt count must be the one the caller saw), then
     the operations after it; answers the task id."""
-    row = (await session.execute(text(
-        "SELECT hotel_id, order_id, task_id FROM reservation.workflow_reservation_opera_operation x "
-        f"WHERE x.id = :id AND {visible_sql('x.hotel_id', style='sqlalchemy')}"),
-        {"id": operation_id, **viewer.params()})).one_or_none()
+    viewer = Viewer(principal)
+    row = await (await statements(session)).one(_VISIBLE_OPERATION_SQL, {"id": operation_id, **viewer.params()})
     if row is None:
         raise errors.OperationNotFound()
-    hotel_id, task_id = row.hotel_id, row.task_id
-    await service.lock_orders(session, hotel_id, [row.order_id])
+    hotel_id, task_id = row["hotel_id"], row["task_id"]
+    await service.lock_orders(session, hotel_id, [row["order_id"]])
     task = await service.load_task(session, hotel_id, task_id)
     if task.task_status == "FAILED":
         raise errors.TaskAlreadyFinished(current_status=task.task_status)
@@ -104,14 +113,16 @@ async def retry_operation(session: AsyncSession, *, operation_id: int, want: Exp
     if task.task_status != "EXECUTING" or operation.operation_status != "FAILED":
         raise errors.OperationNotFailed(current_status=operation.operation_status)
     # The claim: only the attempt count the caller saw may be retried (RSV-INV-15).
-    claimed = (await session.execute(text(
-        "UPDATE reservation.workflow_reservation_opera_operation SET updated_at = :now "
-        "WHERE hotel_id = :h AND id = :id AND operation_status = 'FAILED' AND attempt_count = :count RETURNING id"),
-        {"now": now, "h": hotel_id, "id": operation_id, "count": want.value})).scalar_one_or_none()
+    claimed = (await session.execute(
+        update(OperaOperation).where(OperaOperation.hotel_id == hotel_id, OperaOperation.id == operation_id,
+                                     OperaOperation.operation_status == "FAILED",
+                                     OperaOperation.attempt_count == want.value)
+        .values(updated_at=now).returning(OperaOperation.id)
+        .execution_options(synchronize_session=False))).scalar_one_or_none()
     if claimed is None:
         raise want.stale(operation.attempt_count)
     card = await service.load_card(session, hotel_id, task_id)
-    await _run(session, task, card.confirmed_payload_json or {}, actor=AuditActor.of(viewer.principal), now=now,
+    await _run(session, task, card.confirmed_payload_json or {}, actor=AuditActor.of(principal), now=now,
                adapter=adapter)
     return task_id
 
@@ -210,8 +221,9 @@ async def _backfill(session: AsyncSession, order: Order, payload: dict[str, Any]
         return  # nothing to key the order by: it stays TEMPORARY (the agent can end it)
     key_type, key, source = found
     system = AuditActor.system()
-    previous = (await session.execute(text("SELECT current_setting('lock_timeout')"))).scalar_one()
-    await session.execute(text(f"SET LOCAL lock_timeout = '{BACKFILL_LOCK_TIMEOUT}'"))
+    plain = await statements(session)
+    previous = await plain.value("SELECT current_setting('lock_timeout')")
+    await plain.execute(f"SET LOCAL lock_timeout = '{BACKFILL_LOCK_TIMEOUT}'")
     try:
         try:
             async with session.begin_nested():
@@ -236,7 +248,7 @@ async def _backfill(session: AsyncSession, order: Order, payload: dict[str, Any]
             raise errors.OrderBusy(order_id=str(order.id)) from None
         raise
     finally:
-        await session.execute(text("SELECT set_config('lock_timeout', :v, true)"), {"v": previous})
+        await plain.execute("SELECT set_config('lock_timeout', %(v)s, true)", {"v": previous})
 
 
 async def _merge(session: AsyncSession, temporary: Order, key_type: str, key: str, *, now: datetime) -> None:
@@ -247,10 +259,8 @@ async def _merge(session: AsyncSession, temporary: Order, key_type: str, key: st
             .execution_options(populate_existing=True))).one_or_none()
     if target is None:
         raise errors.OrderBusy(order_id=str(temporary.id))  # it was closed in between: try again
-    open_ids = (await session.execute(text(
-        "SELECT id FROM reservation.workflow_reservation_task WHERE hotel_id = :h AND order_id = :o "
-        "AND task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING') ORDER BY execution_order"),
-        {"h": temporary.hotel_id, "o": temporary.id})).scalars().all()
+    open_ids = [row["id"] for row in await (await statements(session)).all(
+        _OPEN_TASKS_SQL, {"h": temporary.hotel_id, "o": temporary.id})]
     if open_ids:
         await service.append_to_queue(session, hotel_id=temporary.hotel_id, task_ids=list(open_ids), target=target,
                                       want=None, now=now)
@@ -273,10 +283,7 @@ async def _merge(session: AsyncSession, temporary: Order, key_type: str, key: st
 async def _end_if_nothing_open(session: AsyncSession, order: Order, *, now: datetime) -> None:
     """A completed cancellation ends its order when nothing else is open (decisions.md: ENDED is the end of
     a booking's life in the system); the key is then free for a new ACTIVE order."""
-    still_open = (await session.execute(text(
-        "SELECT EXISTS (SELECT 1 FROM reservation.workflow_reservation_task WHERE hotel_id = :h AND order_id = :o "
-        "AND queue_participation AND task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING'))"),
-        {"h": order.hotel_id, "o": order.id})).scalar_one()
+    still_open = await (await statements(session)).value(_ANY_OPEN_SQL, {"h": order.hotel_id, "o": order.id})
     if still_open or order.order_status not in lifecycles.OPEN_ORDER_STATES:
         await service.touch_order(session, order.hotel_id, order.id, now)
         return

@@ -12,7 +12,6 @@ from tenet.kernel.transitions import Transition, declare
 
 OPEN_ORDER_STATES = ("TEMPORARY", "ACTIVE")
 OPEN_TASK_STATES = ("PENDING_CONFIRM", "READY", "EXECUTING")
-FINISHED_TASK_STATES = ("COMPLETED", "FAILED")
 
 ORDER = declare(
     "reservation.workflow_reservation_order",

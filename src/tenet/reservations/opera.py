@@ -32,10 +32,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.kernel.statements import statements
+
 PRECHECK, WRITE = "SIMULATE_PRECHECK", "SIMULATE_WRITE"
+_LOOKUP_SQL = """
+    SELECT id, business_key_type, business_key FROM reservation.opera_simulator_write
+     WHERE hotel_id = %(h)s AND external_reference = %(ref)s"""
+_BOOK_SQL = """
+    INSERT INTO reservation.opera_simulator_write (id, hotel_id, external_reference, task_card_type,
+           business_key_type, business_key, request_payload, created_at)
+    SELECT n.id, %(h)s, %(ref)s, %(card)s, COALESCE(%(kt)s, 'CONFIRMATION_NUMBER'),
+           COALESCE(%(k)s, 'SIM' || lpad(n.id::text, 9, '0')), CAST(%(request)s AS jsonb), %(now)s
+      FROM (SELECT nextval(pg_get_serial_sequence('reservation.opera_simulator_write', 'id')) AS id) n
+    RETURNING id, business_key_type, business_key"""
 
 
 @dataclass(frozen=True)
@@ -128,28 +139,20 @@ class OperaSimulator:
         return booked
 
     async def lookup(self, session: AsyncSession, call: OperationCall) -> Outcome | None:
-        row = (await session.execute(text(
-            "SELECT id, business_key_type, business_key FROM reservation.opera_simulator_write "
-            "WHERE hotel_id = :h AND external_reference = :ref"),
-            {"h": call.hotel_id, "ref": call.external_reference})).one_or_none()
+        row = await (await statements(session)).one(_LOOKUP_SQL, {"h": call.hotel_id, "ref": call.external_reference})
         if row is None:
             return None
-        return self._answer(call, row.id, row.business_key_type, row.business_key, via_lookup=True)
+        return self._answer(call, row["id"], row["business_key_type"], row["business_key"], via_lookup=True)
 
     async def _book(self, session: AsyncSession, call: OperationCall) -> Outcome:
         payload = call.confirmed_payload
         key_type, key = (("CONFIRMATION_NUMBER", payload["confirmation_number"]) if payload.get("confirmation_number")
                          else ("GROUP_CODE", payload["group_code"]) if payload.get("group_code") else (None, None))
-        row = (await session.execute(text("""
-            INSERT INTO reservation.opera_simulator_write (id, hotel_id, external_reference, task_card_type,
-                   business_key_type, business_key, request_payload, created_at)
-            SELECT n.id, :h, :ref, :card, COALESCE(:kt, 'CONFIRMATION_NUMBER'),
-                   COALESCE(:k, 'SIM' || lpad(n.id::text, 9, '0')), CAST(:request AS jsonb), :now
-              FROM (SELECT nextval(pg_get_serial_sequence('reservation.opera_simulator_write', 'id')) AS id) n
-            RETURNING id, business_key_type, business_key"""),
-            {"h": call.hotel_id, "ref": call.external_reference, "card": call.task_card_type, "kt": key_type,
-             "k": key, "request": json.dumps(call.request), "now": call.now})).one()
-        return self._answer(call, row.id, row.business_key_type, row.business_key, via_lookup=False)
+        row = await (await statements(session)).one(_BOOK_SQL, {
+            "h": call.hotel_id, "ref": call.external_reference, "card": call.task_card_type, "kt": key_type, "k": key,
+            "request": json.dumps(call.request), "now": call.now})
+        assert row is not None
+        return self._answer(call, row["id"], row["business_key_type"], row["business_key"], via_lookup=False)
 
     def _answer(self, call: OperationCall, booking_id: int, key_type: str, key: str, *, via_lookup: bool) -> Outcome:
         candidates: tuple[dict[str, str], ...] = ()

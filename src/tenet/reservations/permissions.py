@@ -79,7 +79,7 @@ class Viewer:
         return sorted(self.principal.hotel_ids) if not self.principal.is_user else []
 
     def params(self) -> dict[str, object]:
-        """Parameters of `visible_sql` (psycopg names; SQLAlchemy text() uses the same keys)."""
+        """Parameters of `visible_sql`."""
         return {"v_all": self.all_hotels, "v_user": self.user_id, "v_hotels": self.client_hotels}
 
     def can(self, permission: ReservationPermission) -> bool:
@@ -89,12 +89,11 @@ class Viewer:
         return self.all_hotels or hotel_id in self.principal.hotel_ids or hotel_id in staff_hotels
 
 
-def visible_sql(column: str, *, style: str = "psycopg") -> str:
-    """The visibility predicate on `column` (a hotel_id column), for psycopg (`%(v_all)s`) or SQLAlchemy
-    text() (`:v_all`) placeholders."""
-    p = {"psycopg": lambda n: f"%({n})s", "sqlalchemy": lambda n: f":{n}"}[style]
-    staff = f"SELECT 1 FROM reservation.hotel_staff vs WHERE vs.hotel_id = {column} AND vs.user_id = {p('v_user')}"  # noqa: S608
-    return f"({p('v_all')} OR {column} = ANY(CAST({p('v_hotels')} AS text[])) OR EXISTS ({staff}))"
+def visible_sql(column: str) -> str:
+    """The visibility predicate on `column` (a hotel_id column), with psycopg placeholders (`%(v_all)s`: the
+    parameters of `Viewer.params`)."""
+    staff = f"SELECT 1 FROM reservation.hotel_staff vs WHERE vs.hotel_id = {column} AND vs.user_id = %(v_user)s"  # noqa: S608
+    return f"(%(v_all)s OR {column} = ANY(CAST(%(v_hotels)s AS text[])) OR EXISTS ({staff}))"
 
 
 def require_read(principal: Principal) -> Viewer:

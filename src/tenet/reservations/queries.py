@@ -1,19 +1,22 @@
 # ruff: noqa: S608  (SQL is built from this module's constants; values are always bound parameters)
-"""Reads of the reservation workflow on the transaction-free read path (tenet.kernel.reads).
+"""Reads of the reservation workflow: batches, orders, tasks, operations, hotels, staff and the audit log.
 
-Each answer is one statement, with the caller's visible-hotel rule inside it (permissions.visible_sql): a
-row of an invisible hotel is the same 404 as a missing one, and the check and the rows come from one
-snapshot. Commands answer through the same statements run on their own unit of work
-(`kernel.reads.BoundReads` over the session's connection), so they read their own writes.
+Each function takes a `kernel.reads.Runner` first: the transaction-free read path for a GET, or a command's
+unit of work (`kernel.statements`), through which the command's route answers, so a POST answers what the GET
+of the same thing answers (and reads its own writes). Each answer is one statement, with the caller's
+visible-hotel rule inside it (permissions.visible_sql): a row of an invisible hotel is the same 404 as a
+missing one, and the check and the rows come from one snapshot.
 """
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
+from tenet.kernel.errors import ValidationFailed
 from tenet.kernel.pagination import PageParams, SqlKeyset
-from tenet.kernel.reads import Reads, Row
+from tenet.kernel.reads import Row, Runner
 from tenet.reservations import errors, views
 from tenet.reservations.permissions import Viewer, visible_sql
 
@@ -153,25 +156,25 @@ def _viewer(viewer: Viewer, **params: Any) -> dict[str, Any]:
     return {**viewer.params(), **params}
 
 
-async def batch_by_key(reads: Reads, *, hotel_id: str, key: str) -> Row | None:
+async def batch_by_key(reads: Runner, *, hotel_id: str, key: str) -> Row | None:
     return await reads.one(BATCH_BY_KEY_SQL, {"hotel_id": hotel_id, "key": key})
 
 
-async def batch(reads: Reads, *, batch_id: int, viewer: Viewer) -> Row:
+async def batch(reads: Runner, *, batch_id: int, viewer: Viewer) -> Row:
     row = await reads.one(BATCH_SQL, _viewer(viewer, batch_id=batch_id))
     if row is None:
         raise errors.AiBatchNotFound()
     return row
 
 
-async def task(reads: Reads, *, task_id: int, viewer: Viewer) -> dict[str, Any]:
+async def task(reads: Runner, *, task_id: int, viewer: Viewer) -> dict[str, Any]:
     row = await reads.one(TASK_SQL, _viewer(viewer, task_id=task_id))
     if row is None:
         raise errors.TaskNotFound()
     return views.task_read(row, viewer)
 
 
-async def operations(reads: Reads, *, task_id: int, viewer: Viewer) -> list[dict[str, Any]]:
+async def operations(reads: Runner, *, task_id: int, viewer: Viewer) -> list[dict[str, Any]]:
     rows = await reads.all(OPERATIONS_SQL, _viewer(viewer, task_id=task_id))
     if not rows:
         raise errors.TaskNotFound()
@@ -183,7 +186,7 @@ def _order(row: Row, prefix: str = "") -> dict[str, Any]:
             "task_counts": {key: row[key] for key in ("pending_confirm", "ready", "executing", "completed", "failed")}}
 
 
-async def order(reads: Reads, *, order_id: int, viewer: Viewer, after: int = 0,
+async def order(reads: Runner, *, order_id: int, viewer: Viewer, after: int = 0,
                 limit: int = ORDER_TASK_PAGE) -> dict[str, Any]:
     rows = await reads.all(ORDER_SQL, _viewer(viewer, order_id=order_id, after=after, limit=limit + 1))
     if not rows:
@@ -195,7 +198,7 @@ async def order(reads: Reads, *, order_id: int, viewer: Viewer, after: int = 0,
             "tasks_next_cursor": str(tasks[-1]["execution_order"]) if more else None}
 
 
-async def orders(reads: Reads, *, hotel_id: str, statuses: list[str], business_key: str | None, viewer: Viewer,
+async def orders(reads: Runner, *, hotel_id: str, statuses: list[str], business_key: str | None, viewer: Viewer,
                  page: PageParams) -> tuple[list[dict[str, Any]], str | None]:
     after, params = ORDERS_KEYSET.after(page)
     key_filter = "TRUE" if business_key is None else \
@@ -211,3 +214,103 @@ async def orders(reads: Reads, *, hotel_id: str, statuses: list[str], business_k
     found = [row for row in rows if row["id"] is not None]
     items, cursor = ORDERS_KEYSET.page(found, page, key=lambda r: (r["updated_at"], r["id"]))
     return [_order(row) for row in items], cursor
+
+
+# --- hotels, staff, audit ------------------------------------------------------------------------------------
+
+HOTELS_KEYSET = SqlKeyset(("h.hotel_id",), (str,))
+_HOTEL_COLUMNS = """
+    h.hotel_id, h.display_name, h.created_at,
+    EXISTS (SELECT 1 FROM reservation.hotel_staff s WHERE s.hotel_id = h.hotel_id
+               AND s.user_id = %(v_user)s) AS assigned"""
+HOTELS_SQL = f"""
+    SELECT {_HOTEL_COLUMNS}
+      FROM reservation.hotel h
+     WHERE {visible_sql("h.hotel_id")} AND {{after}}
+     ORDER BY {{order}} LIMIT %(limit)s
+"""
+HOTEL_SQL = f"""
+    SELECT {_HOTEL_COLUMNS} FROM reservation.hotel h WHERE h.hotel_id = %(hotel_id)s AND {visible_sql("h.hotel_id")}
+"""
+
+STAFF_KEYSET = SqlKeyset(("s.granted_at", "s.user_id"), (datetime, uuid.UUID))
+STAFF_SQL = """
+    WITH h AS (SELECT hotel_id FROM reservation.hotel WHERE hotel_id = %(hotel_id)s)
+    SELECT h.hotel_id AS hotel, s.* FROM h
+      LEFT JOIN LATERAL (
+           SELECT s.hotel_id, s.user_id, u.display_name, u.email, s.granted_at, s.granted_by
+             FROM reservation.hotel_staff s JOIN iam.user_account u ON u.id = s.user_id
+            WHERE s.hotel_id = h.hotel_id AND {after}
+            ORDER BY {order} LIMIT %(limit)s) s ON true
+     ORDER BY s.granted_at, s.user_id
+"""
+
+AUDIT_KEYSET = SqlKeyset(("a.occurred_at", "a.id"), (datetime, int), descending=True)
+AUDIT_SQL = f"""
+    WITH scope AS (
+        SELECT h.hotel_id FROM reservation.hotel h WHERE h.hotel_id = ({{hotel}}) AND {visible_sql("h.hotel_id")})
+    SELECT scope.hotel_id AS visible_hotel, a.* FROM scope
+      LEFT JOIN LATERAL (
+           SELECT a.id, a.hotel_id, a.order_id, a.task_id, a.operation_id, a.batch_id, a.actor_type, a.actor_id,
+                  a.action, a.reason, a.before_snapshot_json AS before_snapshot,
+                  a.after_snapshot_json AS after_snapshot, a.request_id, a.occurred_at
+             FROM reservation.workflow_reservation_audit_log a
+            WHERE a.hotel_id = scope.hotel_id AND {{filters}} AND {{after}}
+            ORDER BY {{order}} LIMIT %(limit)s) a ON true
+     ORDER BY a.occurred_at DESC, a.id DESC
+"""
+
+
+async def hotels(reads: Runner, *, viewer: Viewer, page: PageParams) -> tuple[list[Any], str | None]:
+    after, params = HOTELS_KEYSET.after(page)
+    rows = await reads.all(HOTELS_SQL.format(after=after, order=HOTELS_KEYSET.order_by),
+                           {**viewer.params(), "limit": HOTELS_KEYSET.fetch_limit(page), **params})
+    return HOTELS_KEYSET.page(rows, page, key=lambda r: (r["hotel_id"],))
+
+
+async def hotel(reads: Runner, *, hotel_id: str, viewer: Viewer) -> Row:
+    """One hotel as GET /hotels lists it (a registration answers it)."""
+    row = await reads.one(HOTEL_SQL, {**viewer.params(), "hotel_id": hotel_id})
+    if row is None:
+        raise errors.HotelNotFound()
+    return row
+
+
+async def staff(reads: Runner, *, hotel_id: str, page: PageParams) -> tuple[list[Any], str | None]:
+    after, params = STAFF_KEYSET.after(page)
+    rows = await reads.all(STAFF_SQL.format(after=after, order=STAFF_KEYSET.order_by),
+                           {"hotel_id": hotel_id, "limit": STAFF_KEYSET.fetch_limit(page), **params})
+    if not rows:
+        raise errors.HotelNotFound()
+    found = [row for row in rows if row["user_id"] is not None]
+    return STAFF_KEYSET.page(found, page, key=lambda r: (r["granted_at"], r["user_id"]))
+
+
+async def audit_logs(reads: Runner, *, viewer: Viewer, hotel_id: str | None, order_id: int | None,
+                     task_id: int | None, action: str | None, page: PageParams) -> tuple[list[Any], str | None]:
+    """Newest first. The hotel comes from `hotel_id`, else from the order or task named (404 when invisible)."""
+    if hotel_id is None and order_id is None and task_id is None:
+        raise ValidationFailed(errors=[{"loc": ["query", "hotel_id"], "msg": "give hotel_id, order_id or task_id",
+                                        "type": "missing"}])
+    if hotel_id is not None:
+        hotel = "%(hotel_id)s"
+    elif order_id is not None:
+        hotel = "SELECT hotel_id FROM reservation.workflow_reservation_order WHERE id = %(order_id)s"
+    else:
+        hotel = "SELECT hotel_id FROM reservation.workflow_reservation_task WHERE id = %(task_id)s"
+    filters = ["TRUE"]
+    if order_id is not None:
+        filters.append("a.order_id = %(order_id)s")
+    if task_id is not None:
+        filters.append("a.task_id = %(task_id)s")
+    if action is not None:
+        filters.append("a.action = %(action)s")
+    after, params = AUDIT_KEYSET.after(page)
+    rows = await reads.all(AUDIT_SQL.format(hotel=hotel, filters=" AND ".join(filters), after=after,
+                                            order=AUDIT_KEYSET.order_by),
+                           {**viewer.params(), "hotel_id": hotel_id, "order_id": order_id, "task_id": task_id,
+                            "action": action, "limit": AUDIT_KEYSET.fetch_limit(page), **params})
+    if not rows:
+        raise errors.HotelNotFound()
+    found = [row for row in rows if row["id"] is not None]
+    return AUDIT_KEYSET.page(found, page, key=lambda r: (r["occurred_at"], r["id"]))

@@ -128,6 +128,17 @@ def _expect(text: str, index: int, char: str) -> int:
     return index + 1
 
 
+def _member_name(text: str, index: int) -> tuple[str, int]:
+    """`text[index]` should open a member's name: the name, and where its value starts (after the colon)."""
+    index = _expect(text, index, '"')
+    try:
+        name, index = scanstring(text, index, True)
+    except json.JSONDecodeError as exc:
+        raise MalformedJson(f"invalid member name at character {exc.pos}") from None
+    index = _expect(text, _skip(text, index), ":")
+    return name, _skip(text, index)
+
+
 def _walk_object(text: str, index: int) -> tuple[RawObject, Any, int]:
     """`text[index]` is '{': walk its members, answering them, the decoded object and the end index."""
     found = RawObject()
@@ -136,13 +147,7 @@ def _walk_object(text: str, index: int) -> tuple[RawObject, Any, int]:
     if index < len(text) and text[index] == "}":
         return found, _object(pairs), index + 1
     while True:
-        index = _expect(text, index, '"')
-        try:
-            name, index = scanstring(text, index, True)
-        except json.JSONDecodeError as exc:
-            raise MalformedJson(f"invalid member name at character {exc.pos}") from None
-        index = _expect(text, _skip(text, index), ":")
-        start = _skip(text, index)
+        name, start = _member_name(text, index)
         value, end = _value(text, start)
         if name in found.members:
             found.duplicates.add(name)
@@ -202,13 +207,7 @@ def parse(body: bytes, list_names: tuple[str, ...]) -> Envelope:
         index += 1
     else:
         while True:
-            index = _expect(text, index, '"')
-            try:
-                name, index = scanstring(text, index, True)
-            except json.JSONDecodeError as exc:
-                raise MalformedJson(f"invalid member name at character {exc.pos}") from None
-            index = _expect(text, _skip(text, index), ":")
-            start = _skip(text, index)
+            name, start = _member_name(text, index)
             if name in list_names and start < len(text) and text[start] == "[":
                 elements, end = _walk_list(text, start)
                 value: Any = [e.value for e in elements]

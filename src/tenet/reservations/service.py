@@ -19,13 +19,15 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import service as iam_service
+from tenet.iam.principal import Principal
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.errors import Conflict, DomainError, ValidationFailed
 from tenet.kernel.http import ExpectedVersion
+from tenet.kernel.statements import statements
 from tenet.kernel.transitions import Refusal, lock_rows, transition
 from tenet.reservations import audit, errors, lifecycles
 from tenet.reservations.audit import AuditActor, Entry
@@ -47,23 +49,41 @@ def payload_sha256(payload: dict[str, Any]) -> str:
 # --- reads every command starts with -------------------------------------------------------------------------
 
 
+_VISIBLE_TASK_SQL = f"SELECT hotel_id, order_id FROM {_T} t WHERE t.id = %(id)s AND {visible_sql('t.hotel_id')}"
+_VISIBLE_ORDER_SQL = f"SELECT hotel_id FROM {_O} o WHERE o.id = %(id)s AND {visible_sql('o.hotel_id')}"
+_VISIBLE_HOTEL_SQL = f"SELECT 1 FROM reservation.hotel h WHERE h.hotel_id = %(h)s AND {visible_sql('h.hotel_id')}"
+# The first open queue task before a position, and a parent's status (RSV-INV-10/11).
+_BLOCKING_SQL = f"""
+    SELECT (SELECT q.id FROM {_T} q WHERE q.hotel_id = %(h)s AND q.order_id = %(o)s AND q.queue_participation
+               AND q.task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING') AND q.execution_order < %(pos)s
+             ORDER BY q.execution_order LIMIT 1) AS earlier,
+           (SELECT p.task_status FROM {_T} p WHERE p.hotel_id = %(h)s AND p.id = %(parent)s) AS parent_status"""
+_ACTIVE_KEY_SQL = f"""
+    SELECT id FROM {_O} WHERE hotel_id = %(h)s AND order_key_type = %(t)s AND order_business_key = %(k)s
+       AND order_status = 'ACTIVE'"""
+_OPEN_TASKS_SQL = f"""
+    SELECT id FROM {_T} WHERE hotel_id = %(h)s AND order_id = %(o)s AND queue_participation
+       AND task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING') ORDER BY execution_order LIMIT 20"""
+_GRANT_SQL = """
+    INSERT INTO reservation.hotel_staff (hotel_id, user_id, granted_at, granted_by)
+    VALUES (%(h)s, %(u)s, %(now)s, %(by)s) ON CONFLICT DO NOTHING RETURNING user_id"""
+_REVOKE_SQL = "DELETE FROM reservation.hotel_staff WHERE hotel_id = %(h)s AND user_id = %(u)s RETURNING hotel_id"
+_REVOKE_ALL_SQL = "DELETE FROM reservation.hotel_staff WHERE user_id = %(u)s RETURNING hotel_id"
+
+
 async def resolve_task(session: AsyncSession, task_id: int, viewer: Viewer) -> tuple[str, int]:
     """(hotel, order) of a task the caller may see; 404 otherwise."""
-    row = (await session.execute(text(
-        f"SELECT hotel_id, order_id FROM {_T} t WHERE t.id = :id AND {visible_sql('t.hotel_id', style='sqlalchemy')}"),
-        {"id": task_id, **viewer.params()})).one_or_none()
+    row = await (await statements(session)).one(_VISIBLE_TASK_SQL, {"id": task_id, **viewer.params()})
     if row is None:
         raise errors.TaskNotFound()
-    return row.hotel_id, row.order_id
+    return row["hotel_id"], row["order_id"]
 
 
 async def resolve_order(session: AsyncSession, order_id: int, viewer: Viewer) -> str:
-    row = (await session.execute(text(
-        f"SELECT hotel_id FROM {_O} o WHERE o.id = :id AND {visible_sql('o.hotel_id', style='sqlalchemy')}"),
-        {"id": order_id, **viewer.params()})).one_or_none()
+    row = await (await statements(session)).one(_VISIBLE_ORDER_SQL, {"id": order_id, **viewer.params()})
     if row is None:
         raise errors.OrderNotFound()
-    return str(row.hotel_id)
+    return str(row["hotel_id"])
 
 
 async def lock_orders(session: AsyncSession, hotel_id: str, order_ids: list[int]) -> dict[int, Order]:
@@ -90,16 +110,12 @@ async def blocked_by(session: AsyncSession, task: Task) -> tuple[str | None, int
     """RSV-INV-10/11 for one task: the earliest open queue task before it, else an unfinished parent."""
     if not task.queue_participation or task.task_status not in OPEN:
         return None, None
-    row = (await session.execute(text(f"""
-        SELECT (SELECT q.id FROM {_T} q WHERE q.hotel_id = :h AND q.order_id = :o AND q.queue_participation
-                   AND q.task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING') AND q.execution_order < :pos
-                 ORDER BY q.execution_order LIMIT 1) AS earlier,
-               (SELECT p.task_status FROM {_T} p WHERE p.hotel_id = :h AND p.id = :parent) AS parent_status"""),
-        {"h": task.hotel_id, "o": task.order_id, "pos": task.execution_order,
-         "parent": task.parent_task_id})).one()
-    if row.earlier is not None:
-        return "EARLIER_TASK", row.earlier
-    if task.blocked_until_parent_completed and row.parent_status != "COMPLETED":
+    row = await (await statements(session)).one(_BLOCKING_SQL, {
+        "h": task.hotel_id, "o": task.order_id, "pos": task.execution_order, "parent": task.parent_task_id})
+    assert row is not None
+    if row["earlier"] is not None:
+        return "EARLIER_TASK", row["earlier"]
+    if task.blocked_until_parent_completed and row["parent_status"] != "COMPLETED":
         return "PARENT", task.parent_task_id
     return None, None
 
@@ -138,8 +154,9 @@ async def touch_order(session: AsyncSession, hotel_id: str, order_id: int, now: 
 
 
 async def save_draft(session: AsyncSession, *, task_id: int, payload: dict[str, Any], want: ExpectedVersion,
-                     viewer: Viewer, now: datetime,
+                     principal: Principal, now: datetime,
                      provider: TaskCardFieldDefinitionProvider = PROVIDER) -> None:
+    viewer = Viewer(principal)
     hotel_id, order_id = await resolve_task(session, task_id, viewer)
     task = await load_task(session, hotel_id, task_id)
     if task.task_status != "PENDING_CONFIRM" or task.task_card_type == "MESSAGE_NOTIFICATION":
@@ -165,13 +182,14 @@ async def save_draft(session: AsyncSession, *, task_id: int, payload: dict[str, 
         hotel_id, "reservation.task.draft_saved", order_id=order_id, task_id=task_id, before=before,
         after={"version": moved.version, "field_contract_version": definition.field_contract_version,
                "changed_fields": validation.changed_fields(previous_draft, values),
-               "payload_sha256": payload_sha256(values)}), actor=AuditActor.of(viewer.principal), now=now)
+               "payload_sha256": payload_sha256(values)}), actor=AuditActor.of(principal), now=now)
 
 
 async def confirm_task(session: AsyncSession, *, task_id: int, payload: dict[str, Any], want: ExpectedVersion,
-                       viewer: Viewer, now: datetime,
+                       principal: Principal, now: datetime,
                        provider: TaskCardFieldDefinitionProvider = PROVIDER) -> None:
     """PENDING_CONFIRM -> READY with the card's confirmed payload (what OPERA will read), who and when."""
+    viewer = Viewer(principal)
     hotel_id, order_id = await resolve_task(session, task_id, viewer)
     await lock_orders(session, hotel_id, [order_id])
     task = await load_task(session, hotel_id, task_id)
@@ -200,14 +218,15 @@ async def confirm_task(session: AsyncSession, *, task_id: int, payload: dict[str
         hotel_id, "reservation.task.confirmed", order_id=order_id, task_id=task_id, before=before,
         after={"task_status": moved.task_status, "version": moved.version, "payload_sha256": payload_sha256(values),
                "changed_fields": validation.changed_fields(prefill, values)}),
-        actor=AuditActor.of(viewer.principal), now=now)
+        actor=AuditActor.of(principal), now=now)
 
 
 async def convert_task(session: AsyncSession, *, task_id: int, task_card_type: str, want: ExpectedVersion,
-                       viewer: Viewer, now: datetime,
+                       principal: Principal, now: datetime,
                        provider: TaskCardFieldDefinitionProvider = PROVIDER) -> None:
     """A manual review becomes a typed task (spec §3.2 "waiting for manual conversion"): the task and its card
     take the card type (and its system task type); the draft is cleared; the AI item stays."""
+    viewer = Viewer(principal)
     hotel_id, order_id = await resolve_task(session, task_id, viewer)
     await lock_orders(session, hotel_id, [order_id])
     task = await load_task(session, hotel_id, task_id)
@@ -234,13 +253,14 @@ async def convert_task(session: AsyncSession, *, task_id: int, task_card_type: s
     await audit.record(session, Entry(
         hotel_id, "reservation.task.converted", order_id=order_id, task_id=task_id, before=before,
         after={"system_task_type": system_task_type, "task_card_type": task_card_type, "version": moved.version}),
-        actor=AuditActor.of(viewer.principal), now=now)
+        actor=AuditActor.of(principal), now=now)
 
 
 async def abandon_task(session: AsyncSession, *, task_id: int, reason: str, want: ExpectedVersion,
-                       viewer: Viewer, now: datetime) -> None:
+                       principal: Principal, now: datetime) -> None:
     """An open queue task ends FAILED by a person's decision, with a reason (never automatically: an OPERA
     failure leaves the task EXECUTING, spec §12). Nothing is written to OPERA; the queue moves on."""
+    viewer = Viewer(principal)
     hotel_id, order_id = await resolve_task(session, task_id, viewer)
     await lock_orders(session, hotel_id, [order_id])
     task = await load_task(session, hotel_id, task_id)
@@ -256,7 +276,7 @@ async def abandon_task(session: AsyncSession, *, task_id: int, reason: str, want
     await audit.record(session, Entry(
         hotel_id, "reservation.task.abandoned", order_id=order_id, task_id=task_id, reason=reason, before=before,
         after={"task_status": moved.task_status, "version": moved.version}),
-        actor=AuditActor.of(viewer.principal), now=now)
+        actor=AuditActor.of(principal), now=now)
 
 
 # --- moves ---------------------------------------------------------------------------------------------------
@@ -281,7 +301,8 @@ async def append_to_queue(session: AsyncSession, *, hotel_id: str, task_ids: lis
 
 
 async def move_task(session: AsyncSession, *, task_id: int, target_order_id: int, want: ExpectedVersion,
-                    viewer: Viewer, now: datetime) -> None:
+                    principal: Principal, now: datetime) -> None:
+    viewer = Viewer(principal)
     hotel_id, source_id = await resolve_task(session, task_id, viewer)
     target_hotel = await resolve_order(session, target_order_id, viewer)
     if target_hotel != hotel_id:
@@ -308,8 +329,8 @@ async def move_task(session: AsyncSession, *, task_id: int, target_order_id: int
                      after={"order_id": target_order_id, "execution_order": moved.execution_order,
                             "version": moved.version})]
     source = orders[source_id]
-    remaining = (await session.execute(text(f"SELECT count(*) FROM {_T} WHERE hotel_id = :h AND order_id = :o"),
-                                       {"h": hotel_id, "o": source_id})).scalar_one()
+    remaining = await session.scalar(select(func.count()).select_from(Task).where(Task.hotel_id == hotel_id,
+                                                                                   Task.order_id == source_id))
     if source.order_status == "TEMPORARY" and remaining == 0:
         # An emptied temporary order is closed at once (decisions.md): an empty container only confuses.
         await transition(session, lifecycles.ORDER, "logic_delete", model=Order, id=source_id,
@@ -320,29 +341,25 @@ async def move_task(session: AsyncSession, *, task_id: int, target_order_id: int
                              after={"order_status": "LOGIC_DELETED"}))
     else:
         await touch_order(session, hotel_id, source_id, now)
-    await audit.record(session, *entries, actor=AuditActor.of(viewer.principal), now=now)
+    await audit.record(session, *entries, actor=AuditActor.of(principal), now=now)
 
 
 # --- orders --------------------------------------------------------------------------------------------------
 
 
 async def create_order(session: AsyncSession, *, hotel_id: str, key_type: str, business_key: str,
-                       display_name: str | None, viewer: Viewer, now: datetime) -> int:
+                       display_name: str | None, principal: Principal, now: datetime) -> int:
     """An ACTIVE order an agent knows of (a booking the system has not seen), so that misfiled tasks have
     somewhere to go. RSV-INV-07: the partial unique index decides races; the pre-check only names the order."""
-    visible = (await session.execute(text(
-        f"SELECT 1 FROM reservation.hotel h WHERE h.hotel_id = :h AND {visible_sql('h.hotel_id', style='sqlalchemy')}"),
-        {"h": hotel_id, **viewer.params()})).one_or_none()
-    if visible is None:
+    viewer = Viewer(principal)
+    if await (await statements(session)).one(_VISIBLE_HOTEL_SQL, {"h": hotel_id, **viewer.params()}) is None:
         raise errors.HotelNotFound()
     try:
         key = normalize_key(business_key)
     except UnusableKey:
         raise ValidationFailed(errors=[{"loc": ["body", "order_business_key"], "msg": "not a usable business key",
                                         "type": "business_key"}]) from None
-    existing = (await session.execute(text(
-        f"SELECT id FROM {_O} WHERE hotel_id = :h AND order_key_type = :t AND order_business_key = :k "
-        "AND order_status = 'ACTIVE'"), {"h": hotel_id, "t": key_type, "k": key})).scalar_one_or_none()
+    existing = await (await statements(session)).value(_ACTIVE_KEY_SQL, {"h": hotel_id, "t": key_type, "k": key})
     if existing is not None:
         raise errors.OrderKeyAlreadyActive(order_id=str(existing))
     order = Order(hotel_id=hotel_id, order_key_type=key_type, order_business_key=key, order_status="ACTIVE",
@@ -352,16 +369,17 @@ async def create_order(session: AsyncSession, *, hotel_id: str, key_type: str, b
     await audit.record(session, Entry(
         hotel_id, "reservation.order.created", order_id=order.id,
         after={"order_status": "ACTIVE", "order_key_type": key_type, "order_business_key": key,
-               "business_key_source": "USER_CONFIRMED"}), actor=AuditActor.of(viewer.principal), now=now)
+               "business_key_source": "USER_CONFIRMED"}), actor=AuditActor.of(principal), now=now)
     return order.id
 
 
 async def close_order(session: AsyncSession, *, order_id: int, to: str, reason: str | None,
-                      want: ExpectedVersion | None, viewer: Viewer, now: datetime) -> None:
+                      want: ExpectedVersion | None, principal: Principal, now: datetime) -> None:
     """end (-> ENDED) or logic_delete (-> LOGIC_DELETED), by a person."""
+    viewer = Viewer(principal)
     hotel_id = await resolve_order(session, order_id, viewer)
     order = (await lock_orders(session, hotel_id, [order_id]))[order_id]
-    await close_locked(session, order, to=to, reason=reason, want=want, actor=AuditActor.of(viewer.principal),
+    await close_locked(session, order, to=to, reason=reason, want=want, actor=AuditActor.of(principal),
                        now=now)
 
 
@@ -371,10 +389,8 @@ async def close_locked(session: AsyncSession, order: Order, *, to: str, reason: 
     if order.order_status not in lifecycles.OPEN_ORDER_STATES:
         raise errors.OrderNotOpen(current_status=order.order_status)
     check_version(want, order.version)
-    open_tasks = (await session.execute(text(
-        f"SELECT id FROM {_T} WHERE hotel_id = :h AND order_id = :o AND queue_participation "
-        "AND task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING') ORDER BY execution_order LIMIT 20"),
-        {"h": order.hotel_id, "o": order.id})).scalars().all()
+    open_tasks = [row["id"] for row in await (await statements(session)).all(
+        _OPEN_TASKS_SQL, {"h": order.hotel_id, "o": order.id})]
     if open_tasks:
         raise errors.OrderHasUnfinishedTasks(open_task_ids=[str(t) for t in open_tasks])
     before = {"order_status": order.order_status, "version": order.version}
@@ -402,48 +418,44 @@ async def close_locked(session: AsyncSession, order: Order, *, to: str, reason: 
 # --- hotels --------------------------------------------------------------------------------------------------
 
 
-async def register_hotel(session: AsyncSession, *, hotel_id: str, display_name: str | None, viewer: Viewer,
+async def register_hotel(session: AsyncSession, *, hotel_id: str, display_name: str | None, principal: Principal,
                          now: datetime) -> Hotel:
     hotel = Hotel(hotel_id=hotel_id, display_name=display_name, created_at=now, updated_at=now)
     await add_unique(session, hotel, on_violation={"pk_hotel": lambda: errors.HotelAlreadyExists(hotel_id=hotel_id)})
     await audit.record(session, Entry(hotel_id, "reservation.hotel.registered", after={"hotel_id": hotel_id}),
-                       actor=AuditActor.of(viewer.principal), now=now)
+                       actor=AuditActor.of(principal), now=now)
     return hotel
 
 
-async def grant_staff(session: AsyncSession, *, hotel_id: str, user_id: uuid.UUID, viewer: Viewer,
+async def grant_staff(session: AsyncSession, *, hotel_id: str, user_id: uuid.UUID, principal: Principal,
                       now: datetime) -> None:
     """The account works this hotel's queue from now on (idempotent). The account is share-locked and must
     be active, so a concurrent deletion either removes this grant too or finds nothing to remove."""
+    viewer = Viewer(principal)
     if await session.get(Hotel, hotel_id) is None:
         raise errors.HotelNotFound()
     await iam_service.require_active_accounts(session, [user_id])
-    granted = (await session.execute(text(
-        "INSERT INTO reservation.hotel_staff (hotel_id, user_id, granted_at, granted_by) VALUES (:h, :u, :now, :by) "
-        "ON CONFLICT DO NOTHING RETURNING user_id"),
-        {"h": hotel_id, "u": user_id, "now": now, "by": viewer.user_id})).scalar_one_or_none()
+    granted = await (await statements(session)).one(_GRANT_SQL, {"h": hotel_id, "u": user_id, "now": now,
+                                                                "by": viewer.user_id})
     if granted is not None:
         await audit.record(session, Entry(hotel_id, "reservation.hotel.staff_granted", after={"user_id": user_id}),
-                           actor=AuditActor.of(viewer.principal), now=now)
+                           actor=AuditActor.of(principal), now=now)
 
 
-async def revoke_staff(session: AsyncSession, *, hotel_id: str, user_id: uuid.UUID, viewer: Viewer,
+async def revoke_staff(session: AsyncSession, *, hotel_id: str, user_id: uuid.UUID, principal: Principal,
                        now: datetime) -> None:
-    revoked = (await session.execute(text(
-        "DELETE FROM reservation.hotel_staff WHERE hotel_id = :h AND user_id = :u RETURNING hotel_id"),
-        {"h": hotel_id, "u": user_id})).scalar_one_or_none()
+    revoked = await (await statements(session)).one(_REVOKE_SQL, {"h": hotel_id, "u": user_id})
     if revoked is None:
         raise errors.HotelStaffNotFound()
     await audit.record(session, Entry(hotel_id, "reservation.hotel.staff_revoked", before={"user_id": user_id}),
-                       actor=AuditActor.of(viewer.principal), now=now)
+                       actor=AuditActor.of(principal), now=now)
 
 
 async def remove_deleted_account(session: AsyncSession, *, user_id: uuid.UUID, actor: AuditActor,
                                  now: datetime) -> None:
     """identity's AccountDeleted (the account row is locked FOR UPDATE): the account's assignments end in the
     same transaction (RSV-INV-21). Never refuses the deletion; history keeps the account's id."""
-    hotels = (await session.execute(text(
-        "DELETE FROM reservation.hotel_staff WHERE user_id = :u RETURNING hotel_id"), {"u": user_id})).scalars().all()
+    hotels = [row["hotel_id"] for row in await (await statements(session)).all(_REVOKE_ALL_SQL, {"u": user_id})]
     await audit.record(session, *(Entry(hotel_id, "reservation.hotel.staff_revoked", reason="ACCOUNT_DELETED",
                                         before={"user_id": user_id}) for hotel_id in sorted(hotels)),
                        actor=actor, now=now)

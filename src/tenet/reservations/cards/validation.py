@@ -160,8 +160,13 @@ def _dates_backwards(values: dict[str, Any]) -> bool:
     return bool(arrival and departure and departure <= arrival)
 
 
-def _rules(definition: CardDefinition, values: dict[str, Any], issues: list[Issue]) -> None:
+def _rules(definition: CardDefinition, values: dict[str, Any], issues: list[Issue], unconverted: set[str]) -> None:
+    """The card's cross-field rules on the values that converted. A rule naming a field that was sent but did
+    not convert is not judged: that field's own issue (WRONG_TYPE, BAD_FORMAT...) is the answer, and the rule
+    would only repeat it as "required" (issue 23)."""
     for rule in definition.rules:
+        if unconverted.intersection(rule.fields):
+            continue
         present = [values.get(key) for key in rule.fields]
         if rule.code == RuleCode.DATE_ORDER:
             if definition.field("rooming_list") is not None:
@@ -194,7 +199,8 @@ def validate(definition: CardDefinition, payload: dict[str, Any], *, mode: Mode,
                     issues.append(Issue(field.key, "NOT_EDITABLE"))
                 elif ai_value is not None:
                     values[field.key] = ai_value
-        _rules(definition, values, issues)
+        sent = {key for key, value in payload.items() if not _absent(value)}
+        _rules(definition, values, issues, sent - set(values))
     return values, issues
 
 
