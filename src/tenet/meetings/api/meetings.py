@@ -34,6 +34,7 @@ from tenet.meetings.schemas import (
     MeetingSummary,
     MeetingUpdate,
     Mode,
+    PersonRead,
     QrCodesRegenerated,
     RequiredAttendees,
     RequiredAttendeesResult,
@@ -163,6 +164,16 @@ async def list_required_attendees(meeting_id: str, principal: Reader, request: R
                                                     page=params)
     return json_response(Page[AttendeeRead](items=[AttendeeRead.model_validate(r) for r in rows],
                                             next_cursor=cursor))
+
+
+@router.get("/people", response_model=list[PersonRead], summary="Search people to add as attendees (managers)",
+            description="Active accounts whose name or email contains `q` (case-insensitive), by name; at most "
+                        "`limit` (default 20). What the console's attendee picker shows.",
+            responses=problem_responses(422))
+async def search_people(principal: Updater, request: Request, q: Annotated[str, Query(min_length=1, max_length=100)],
+                        limit: Annotated[int, Query(ge=1, le=50)] = 20) -> list[PersonRead]:
+    rows = await queries.people(reads(request), text=q, limit=limit)
+    return [PersonRead.model_validate(r) for r in rows]
 
 
 @router.put("/meetings/{meeting_id}/required-attendees", response_model=RequiredAttendeesResult,
