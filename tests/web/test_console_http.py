@@ -343,3 +343,47 @@ async def test_people_search_route(client, manager, employee):
     assert [p["display_name"] for p in response.json()] == ["Emil Employee"]
     assert (await client.get(f"{BASE}/people", params={"q": "%"}, headers=manager.headers)).json() == []
     assert (await client.get(f"{BASE}/people", params={"q": "emil"}, headers=employee.headers)).status_code == 403
+
+
+# --- the permission table drives the pages and the API alike ------------------------------------------------
+
+def _outcome(status: int) -> str:
+    return "ok" if status < 400 else str(status)
+
+
+@pytest.mark.parametrize("role", [Role.ADMINISTRATOR, Role.MEETING_MANAGER, Role.LEADER, Role.EMPLOYEE, None])
+async def test_pages_offer_and_refuse_what_the_api_does(client, users, manager, clock, role):
+    """`role` is a required attendee of the meeting (None: an employee who is not on it). Each action's page answer
+    matches the API route's; an action is offered on the page exactly when the API would do it."""
+    person = await users.make(roles=[role] if role else [Role.EMPLOYEE], display_name="Pat Person")
+    newcomer = await users.make(display_name="Nia Newcomer")
+    meeting = await _meeting(client, manager, clock, required_attendee_ids=[] if role is None else [str(person.id)])
+    mid = meeting["id"]
+    await sign_in(client, person.email)
+    page = await client.get(f"/console/meetings/{mid}", params={"q": "Nia"})
+    api = {
+        "view": await client.get(f"{BASE}/meetings/{mid}", headers=person.headers),
+        "board": await client.get(f"{BASE}/meetings/{mid}/attendances", headers=person.headers),
+        "codes": await client.get(f"{BASE}/meetings/{mid}/qrcode", headers=person.headers),
+    }
+    console_answers = {
+        "view": page,
+        "board": await client.get(f"/console/meetings/{mid}/board"),
+        "codes": await client.get(f"/console/meetings/{mid}/qrcode"),
+    }
+    for action, answer in api.items():
+        assert _outcome(console_answers[action].status_code) == _outcome(answer.status_code), action
+    if page.status_code == 200:
+        assert ('id="board"' in page.text) == (api["board"].status_code == 200)
+        assert ('id="qr-online"' in page.text) == (api["codes"].status_code == 200)
+    csrf = await page_csrf(client)
+    # meeting:update, the point of the API's PUT of the list (and of its people search)
+    may_edit = (await client.get(f"{BASE}/people", params={"q": "Nia"}, headers=person.headers)).status_code == 200
+    assert ('id="people-search"' in page.text) == (may_edit and page.status_code == 200)
+    forged = await client.post(f"/console/meetings/{mid}/attendees", data={
+        "csrf_token": csrf, "user_id": str(newcomer.id), "version": str(meeting["version"])})
+    assert _outcome(forged.status_code) == ("ok" if may_edit else "403")
+    expected = [str(person.id)] if role else []
+    if may_edit:
+        expected.append(str(newcomer.id))
+    assert sorted(await _required(client, manager, mid)) == sorted(expected)

@@ -190,14 +190,7 @@ async def set_required_attendees(meeting_id: str, body: RequiredAttendees, princ
 
 
 def _scan_url(request: Request, row: Row, mode: Mode) -> str | None:
-    """What the image of `mode` encodes when it is not the stored address: the address with the meeting's offline
-    code, or with the current rotating online code."""
-    signer = codes.signer(request.app.state)
-    if mode == Mode.OFFLINE:
-        return codes.with_code(row["payload"], signer.offline_code(row["id"]))
-    if row["rotating_online_code"]:
-        return codes.with_code(row["payload"], signer.code(row["id"], clock_now(request)))
-    return None
+    return codes.scan_url(row, mode.value, codes.signer(request.app.state), clock_now(request))
 
 
 @router.get("/meetings/{meeting_id}/qrcode", summary="A QR code image (managers, creator, organizer)",

@@ -171,6 +171,29 @@ async def board(request: Request, meeting_id: str) -> Response:
                           board_seconds=BOARD_SECONDS, zone=_zone(request, viewer), **context)
 
 
+@router.get("/meetings/{meeting_id}/qrcode")
+async def qr_code_image(request: Request, meeting_id: str,
+                        mode: Annotated[str, Query(pattern="^(online|offline)$")] = "online",
+                        image_format: Annotated[str, Query(alias="format", pattern="^(svg|png)$")] = "svg",
+                        download: bool = False) -> Response:
+    """A QR code as the API's image route draws it (the same query, so the same people: managers, the creator and
+    the organizer), to show on the page or download."""
+    viewer = await console.signed_in(request)
+    _require(viewer, Permission.READ)
+    row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode, principal=_principal(viewer))
+    url = codes.scan_url(row, mode, codes.signer(request.app.state), console.now(request))
+    if url is not None:
+        rendered = codes.render(url)
+        body = rendered.svg.encode() if image_format == "svg" else rendered.png
+    else:
+        body = row["svg"].encode() if image_format == "svg" else bytes(row["png"])
+    headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+               "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"}
+    if download:
+        headers["Content-Disposition"] = f'attachment; filename="meeting-{row["id"]}-{mode}.{image_format}"'
+    return Response(body, media_type="image/svg+xml" if image_format == "svg" else "image/png", headers=headers)
+
+
 def _form_uuid(form: Any, name: str) -> uuid.UUID:
     try:
         return uuid.UUID(str(form.get(name, "")))
