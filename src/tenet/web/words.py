@@ -23,6 +23,8 @@ SENTENCES: dict[str, str] = {
     "MEETING_NOT_FOUND": N_("This meeting does not exist, or you may not see it."),
     "MEETING_CANCELLED": N_("The meeting is cancelled."),
     "MEETING_ACTION_FORBIDDEN": N_("You may not do this for this meeting."),
+    "MEETING_TIME_INVALID": N_("The end must come after the start, within the supported dates."),
+    "TIMEZONE_INVALID": N_("This is not a time zone this server knows (use a name such as Asia/Shanghai)."),
     "ATTENDEE_NOT_FOUND": N_("This person has no account."),
     "REPORT_RANGE_INVALID": N_("The dates of the range are not valid."),
     "INVALID_CURSOR": N_("This page of the list is out of date; start from the first page."),
