@@ -5,8 +5,10 @@ turns the page to Chinese; a forged form without its CSRF token is refused. No p
 
 from __future__ import annotations
 
+import os
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -14,6 +16,15 @@ import pytest
 pytestmark = pytest.mark.live_server
 BASE = "/api/v1/meeting-attendance"
 PASSWORD = "a console password 1"
+# `TENET_SCREENSHOTS=1` (make screenshots) writes the main pages to docs/console/ as these tests see them; off by
+# default, so a test run never changes the working tree.
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console" if os.environ.get("TENET_SCREENSHOTS") else None
+
+
+async def _shoot(page, name: str) -> None:
+    if SCREENSHOTS is not None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def _person(server, token: str, name: str, roles: list[str]) -> dict:
@@ -90,6 +101,7 @@ async def test_a_manager_adds_an_attendee_and_watches_a_guest_arrive(live_server
     page = await open_page(viewport={"width": 1280, "height": 900})
     await _sign_in(page, live_server, manager["email"])
     assert "Mona Manager" in await page.text_content("h1")
+    await _shoot(page, "home")
     await page.click(f"#managed a:text('{title}')")
     await page.wait_for_selector("#board")
     assert await page.text_content("#title") == title
@@ -116,6 +128,7 @@ async def test_a_manager_adds_an_attendee_and_watches_a_guest_arrive(live_server
     # The board asks again every few seconds: the guest appears without a reload.
     await page.wait_for_selector("#count-guests strong:text-is('1')", timeout=10_000)
     assert "Gwen Guest" in await page.text_content("#attendances")
+    await _shoot(page, "meeting")
     assert violations == []
 
 
@@ -152,6 +165,7 @@ async def test_the_switcher_turns_the_console_chinese_and_a_forged_form_is_refus
     assert await page.text_content("#attendees-title") == "必需参会人"
     assert "退出登录" in await page.text_content("#sign-out")
     assert "年" in await page.text_content("#starts")  # the date in Chinese
+    await _shoot(page, "meeting-zh-CN-phone")
 
     forged = await page.request.post(f"{live_server.url}/console/meetings/{meeting['id']}/attendees",
                                      form={"user_id": employee["id"], "version": str(meeting["version"])})

@@ -22,7 +22,7 @@ from importlib.resources import files
 from zoneinfo import ZoneInfo
 
 from babel import Locale
-from babel.dates import format_date, format_datetime, format_time
+from babel.dates import format_date, format_datetime, format_time, get_day_names
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
@@ -98,6 +98,14 @@ class Formats:
 
     def time(self, value: dt.datetime, zone: str) -> str:
         return format_time(value, "short", tzinfo=ZoneInfo(zone), locale=self.locale)
+
+    def day(self, value: dt.date) -> str:
+        return format_date(value, "full", locale=self.locale)
+
+    def weekday_names(self) -> list[str]:
+        """Monday first, as the language writes them."""
+        names = get_day_names("wide", locale=self.locale)
+        return [names[i] for i in range(7)]
 
     def number(self, value: int | float) -> str:
         return format_decimal(value, locale=self.locale)

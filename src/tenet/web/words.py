@@ -30,6 +30,8 @@ SENTENCES: dict[str, str] = {
     "ATTENDANCE_VOIDED": N_("This check-in was undone already."),
     "ATTENDANCE_NOT_FOUND": N_("This attendance does not exist any more."),
     "ATTENDANCE_STATUS_INVALID": N_("This attendance cannot take that status."),
+    "RECURRENCE_INVALID": N_("This repetition gives no meeting: choose at least one day and an end after the start."),
+    "RECURRENCE_TOO_LONG": N_("This repetition gives too many meetings or runs too long; end it sooner."),
     "ATTENDEE_NOT_FOUND": N_("This person has no account."),
     "REPORT_RANGE_INVALID": N_("The dates of the range are not valid."),
     "INVALID_CURSOR": N_("This page of the list is out of date; start from the first page."),

@@ -88,6 +88,15 @@ def _parse_day(value: str | None, name: str) -> date | None:
         raise ValidationFailed(f"{name} must be a date YYYY-MM-DD", field=name) from None
 
 
+def _series_id(value: str | None) -> uuid.UUID | None:
+    if not value:
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise ValidationFailed("series must be a series id", field="series") from None
+
+
 @router.get("/meetings")
 async def meetings_list(
     request: Request,
@@ -95,6 +104,7 @@ async def meetings_list(
     end: Annotated[str | None, Query(alias="to", max_length=10)] = None,
     status: Annotated[str | None, Query(max_length=20)] = None,
     scope: Annotated[str | None, Query(max_length=4)] = None,
+    series: Annotated[str | None, Query(max_length=40)] = None,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> Response:
     viewer = await console.signed_in(request)
@@ -108,9 +118,10 @@ async def meetings_list(
         reads(request), principal=principal, scope=chosen_scope,
         start=_day_start(first, zone) if first else None,
         end=_day_start(last + timedelta(days=1), zone) if last else None,
-        status=chosen_status, series_id=None, page=PageParams(limit=50, cursor=cursor or None),
+        status=chosen_status, series_id=_series_id(series), page=PageParams(limit=50, cursor=cursor or None),
         now=console.now(request))
-    filters = {"from": start or "", "to": end or "", "status": chosen_status or "", "scope": chosen_scope}
+    filters = {"from": start or "", "to": end or "", "status": chosen_status or "", "scope": chosen_scope,
+               "series": str(_series_id(series) or "")}
     return console.render(request, viewer, "meetings/list.html", active="meetings", rows=rows, zone=zone,
                           filters=filters, statuses=STATUSES, next_cursor=next_cursor,
                           manager=queries.is_manager(principal))
