@@ -169,7 +169,7 @@ async def _board(request: Request, viewer: Viewer, meeting_id: str) -> dict[str,
     meeting = await queries.meeting(reads(request), meeting_id=meeting_id, principal=principal,
                                     now=console.now(request), base_url="", signer=codes.signer(request.app.state))
     return {"summary": meeting["attendance_summary"], "attendances": rows, "attendances_more": more is not None,
-            "refreshed_at": console.now(request)}
+            "refreshed_at": console.now(request), "board_zone": meeting["timezone"]}  # times of the meeting's zone
 
 
 @router.get("/meetings/{meeting_id}/board")
