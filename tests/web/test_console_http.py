@@ -387,3 +387,42 @@ async def test_pages_offer_and_refuse_what_the_api_does(client, users, manager, 
     if may_edit:
         expected.append(str(newcomer.id))
     assert sorted(await _required(client, manager, mid)) == sorted(expected)
+
+
+class _CountingReads:
+    """The read path, counting its statements."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.count = inner, 0
+
+    async def all(self, sql, params=None):
+        self.count += 1
+        return await self.inner.all(sql, params)
+
+    async def one(self, sql, params=None):
+        self.count += 1
+        return await self.inner.one(sql, params)
+
+    async def value(self, sql, params=None):
+        self.count += 1
+        return await self.inner.value(sql, params)
+
+
+async def test_the_meeting_page_reads_as_many_statements_for_300_attendees_as_for_one(client, users, manager, db,
+                                                                                      clock, monkeypatch):
+    """One round of queries whatever the meeting's size: session, settings, meeting, attendees, board rows."""
+    people = [await users.make(display_name=f"Person {i:03d}") for i in range(300)]
+    small = await _meeting(client, manager, clock, required_attendee_ids=[str(people[0].id)])
+    large = await _meeting(client, manager, clock, required_attendee_ids=[str(p.id) for p in people])
+    await sign_in(client, manager.email)
+    counting = _CountingReads(db.reads)
+    monkeypatch.setattr(db, "reads", counting)
+    counts = {}
+    for name, meeting in (("small", small), ("large", large)):
+        counting.count = 0
+        page = await client.get(f"/console/meetings/{meeting['id']}")
+        assert page.status_code == 200
+        counts[name] = counting.count
+    assert counts["small"] == counts["large"] == 5
+    assert page.text.count('<tr data-user="') == 200 and "The first 200 are shown." in page.text
+    assert re.search(r'id="count-absent"><strong>300<', page.text)

@@ -157,17 +157,20 @@ async def meeting_page(request: Request, meeting_id: str,
     viewer = await console.signed_in(request)
     _require(viewer, Permission.READ)
     context = await _meeting_context(request, viewer, meeting_id, search=q)
-    if context["board"]:
-        context.update(await _board(request, viewer, meeting_id))
+    if context["board"]:  # page: session, settings, meeting, attendees, board rows (five statements, whatever the size)
+        context.update(await _board(request, viewer, meeting_id, context["meeting"]))
     return console.render(request, viewer, "meetings/meeting.html", active="meetings", **context)
 
 
-async def _board(request: Request, viewer: Viewer, meeting_id: str) -> dict[str, Any]:
+async def _board(request: Request, viewer: Viewer, meeting_id: str,
+                 meeting: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The board's counts (the meeting's summary: the page's own read when it has one) and its first 200 rows."""
     principal = _principal(viewer)
     rows, more = await queries.attendances(reads(request), meeting_id=meeting_id, principal=principal, status=None,
                                            subject_type=None, page=PageParams(limit=200))
-    meeting = await queries.meeting(reads(request), meeting_id=meeting_id, principal=principal,
-                                    now=console.now(request), base_url="", signer=codes.signer(request.app.state))
+    if meeting is None:
+        meeting = await queries.meeting(reads(request), meeting_id=meeting_id, principal=principal,
+                                        now=console.now(request), base_url="", signer=codes.signer(request.app.state))
     return {"summary": meeting["attendance_summary"], "attendances": rows, "attendances_more": more is not None,
             "refreshed_at": console.now(request), "board_zone": meeting["timezone"]}  # times of the meeting's zone
 
