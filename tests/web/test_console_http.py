@@ -157,6 +157,13 @@ async def test_the_session_dies_with_a_disable_and_stays_dead_after_enable(clien
     assert (await client.get("/console")).status_code == 303
 
 
+async def test_the_session_dies_with_the_accounts_deletion(client, manager, db, clock):
+    await sign_in(client, manager.email)
+    async with db.unit_of_work() as session:
+        await iam_service.delete_user(session, user_id=manager.id, now=clock.now(), actor=Actor.system())
+    assert (await client.get("/console")).status_code == 303
+
+
 async def test_the_session_expires(client, manager, clock):
     await sign_in(client, manager.email)
     clock.advance(timedelta(hours=12, seconds=1))
