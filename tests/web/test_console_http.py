@@ -276,6 +276,18 @@ async def test_the_manager_adds_and_removes_an_attendee(client, manager, employe
     assert await _required(client, manager, meeting["id"]) == []
 
 
+async def test_the_people_search_fragment(client, manager, employee, clock):
+    meeting = await _meeting(client, manager, clock)
+    await sign_in(client, manager.email)
+    found = await client.get(f"/console/meetings/{meeting['id']}/people", params={"q": "emil"})
+    assert found.status_code == 200 and found.text.startswith('<ul id="people-found"') and "Emil Employee" in found.text
+    assert "<html" not in found.text
+    client.cookies.clear()
+    await sign_in(client, employee.email)
+    refused = await client.get(f"/console/meetings/{meeting['id']}/people", params={"q": "mona"})
+    assert refused.status_code == 404  # the employee is not on this meeting: it is not there for them
+
+
 async def test_a_stale_form_says_someone_else_changed_the_meeting(client, manager, employee, clock):
     meeting = await _meeting(client, manager, clock)
     await sign_in(client, manager.email)
@@ -387,6 +399,8 @@ async def test_pages_offer_and_refuse_what_the_api_does(client, users, manager, 
     # meeting:update, the point of the API's PUT of the list (and of its people search)
     may_edit = (await client.get(f"{BASE}/people", params={"q": "Nia"}, headers=person.headers)).status_code == 200
     assert ('id="people-search"' in page.text) == (may_edit and page.status_code == 200)
+    fragment = await client.get(f"/console/meetings/{mid}/people", params={"q": "Nia"})
+    assert _outcome(fragment.status_code) == ("ok" if may_edit else "403" if page.status_code == 200 else "404")
     forged = await client.post(f"/console/meetings/{mid}/attendees", data={
         "csrf_token": csrf, "user_id": str(newcomer.id), "version": str(meeting["version"])})
     assert _outcome(forged.status_code) == ("ok" if may_edit else "403")

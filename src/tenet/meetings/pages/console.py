@@ -175,6 +175,17 @@ async def _board(request: Request, viewer: Viewer, meeting_id: str,
             "refreshed_at": console.now(request), "board_zone": meeting["timezone"]}  # times of the meeting's zone
 
 
+@router.get("/meetings/{meeting_id}/people")
+async def people_found(request: Request, meeting_id: str, q: Annotated[str, Query(max_length=100)] = "") -> Response:
+    """The people search's results alone (what htmx swaps in as one types); the page's own search without JS."""
+    viewer = await console.signed_in(request)
+    _require(viewer, Permission.READ)
+    context = await _meeting_context(request, viewer, meeting_id, search=q)
+    if not context["editable"]:
+        raise PermissionDenied(f"Requires the permission {Permission.UPDATE}", permission=Permission.UPDATE.value)
+    return console.render(request, viewer, "meetings/people_found.html", **context)
+
+
 @router.get("/meetings/{meeting_id}/board")
 async def board(request: Request, meeting_id: str) -> Response:
     """The live attendance board alone (what htmx swaps in every few seconds)."""
