@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 CHROMIUM := /usr/bin/chromium
 NGINX := /usr/sbin/nginx
 
-.PHONY: run test install install-test worker lint bench clean-data fuzz-wide
+.PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,10 @@ WIDE_FUZZ_FILES := tests/iam/test_schemathesis.py tests/workspaces/test_api_fuzz
 fuzz-wide: $(TEST_STAMP)
 	FUZZ_WIDE_EXAMPLES=$(WIDE_EXAMPLES) $(BIN)/python -m pytest -n auto -k "widened or every_operation" \
 	  $(PYTEST_ARGS) $(WIDE_FUZZ_FILES)
+
+## The console's screenshots in docs/console/, taken by its page tests in real Chromium (issue 18)
+screenshots: $(TEST_STAMP) $(CHROMIUM)
+	TENET_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/e2e/test_console_pages.py
 
 ## Ruff on everything, mypy on src (strict on the kernel)
 lint: $(TEST_STAMP)

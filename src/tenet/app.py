@@ -30,7 +30,7 @@ from tenet.kernel.ratelimit import RateLimiter
 from tenet.kernel.settings import KernelSettings, section
 from tenet.observability import ObservabilityMiddleware, configure_logging
 from tenet.settings import Settings
-from tenet.web import docs, pages
+from tenet.web import account, docs, pages
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,7 @@ def create_app(
     install_error_handlers(app)
     install_openapi(app)
     app.include_router(pages.router)
+    app.include_router(account.router)
     app.mount(pages.STATIC_PATH, pages.static_files(), name="static")
     app.include_router(docs.router)
     docs.mount_assets(app)

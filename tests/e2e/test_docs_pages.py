@@ -103,7 +103,7 @@ async def test_the_home_page_names_the_systems_and_links_the_docs(offline_page, 
     assert await systems.locator("tbody tr").count() == len(_readme_systems())
     links = page.locator("#links a")
     hrefs = {await links.nth(i).get_attribute("href") for i in range(await links.count())}
-    assert hrefs == {"/docs", "/redoc", "/openapi.json", "/healthz", "/readyz"}
+    assert hrefs == {"/console", "/docs", "/redoc", "/openapi.json", "/healthz", "/readyz"}
 
     await page.get_by_role("link", name="Interactive API documentation").click()
     await page.locator(".opblock-summary-path", has_text="/api/v1/auth/me").first.wait_for()

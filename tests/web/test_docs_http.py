@@ -52,6 +52,6 @@ async def test_redoc_styles_carry_a_nonce_of_their_own_response(client):
 
 async def test_the_home_page_links_the_docs(client):
     html = (await client.get("/")).text
-    assert {"/docs", "/redoc", "/openapi.json", "/healthz", "/readyz"} <= set(referenced(html))
+    assert {"/console", "/docs", "/redoc", "/openapi.json", "/healthz", "/readyz"} <= set(referenced(html))
     for system in ["tenet.iam", "tenet.workspaces", "tenet.social", "tenet.meetings", "tenet.reservations"]:
         assert system in html

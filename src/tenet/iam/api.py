@@ -12,8 +12,9 @@ from fastapi import APIRouter, Depends, Form, Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.deps import NowDep, SessionDep, SettingsDep, client_address, reads
-from tenet.iam import errors, queries, service
+from tenet.iam import errors, queries, service, signin
 from tenet.iam.auth import CurrentPrincipal, require
+from tenet.iam.models import UserAccount
 from tenet.iam.permissions import ROLE_DESCRIPTIONS, Permission, Role
 from tenet.iam.principal import Principal
 from tenet.iam.schemas import (
@@ -32,11 +33,10 @@ from tenet.iam.schemas import (
 from tenet.iam.settings import IamSettings
 from tenet.kernel import permissions as permission_catalog
 from tenet.kernel.audit import Actor
-from tenet.kernel.emails import normalize_email
 from tenet.kernel.http import API_PREFIX, TenetRoute, json_response, problem_responses
 from tenet.kernel.idempotency import not_idempotent
 from tenet.kernel.pagination import Page, PageParams, page_params
-from tenet.kernel.ratelimit import RateLimiter, release_in, reset_in
+from tenet.kernel.ratelimit import RateLimiter
 from tenet.kernel.settings import section
 from tenet.kernel.statements import statements
 
@@ -129,21 +129,14 @@ async def token(
     if grant_type == "password":
         if not username or password is None:
             raise errors.InvalidCredentials("username and password are required for the password grant")
-        limit = iam.login_failure_limit
-        account_bucket, address_bucket = f"login:account:{normalize_email(username)}", \
-            f"login:ip:{client_address(request)}"
-        # A wrong password keeps its slots; an outage (503) while checking it gives them back.
-        async with _limiter(request).attempting([account_bucket, address_bucket], limit, now, "failed sign-ins"):
-            user_id, new_hash = await service.verify_password(reads(request), passwords=state.passwords,
-                                                              email=username, password=password)
-            async with state.db.unit_of_work() as session:
-                user = await service.record_sign_in(session, user_id=user_id, new_hash=new_hash, now=now)
-                # The owner proved themselves: the account's failures are forgotten, and this attempt's slot
-                # of the address is given back (only failures count against a shared address).
-                await reset_in(session, account_bucket, limit, now)
-                await release_in(session, address_bucket, limit, now)
-                return await service.issue_user_tokens(session, user=user, access_tokens=state.access_tokens,
-                                                       refresh_ttl=refresh_ttl, now=now)
+
+        async def issue(session: AsyncSession, user: UserAccount) -> TokenResponse:
+            return await service.issue_user_tokens(session, user=user, access_tokens=state.access_tokens,
+                                                   refresh_ttl=refresh_ttl, now=now)
+
+        return await signin.with_password(state, email=username, password=password,
+                                          address=client_address(request), limit=iam.login_failure_limit, now=now,
+                                          then=issue)
     if grant_type == "client_credentials":
         basic = _basic_client_credentials(request)
         if basic:

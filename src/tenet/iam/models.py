@@ -134,3 +134,25 @@ class RefreshToken(Base):
     expires_at: Mapped[datetime]
     used_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+
+
+class WebSession(Base):
+    """A person's sign-in to the consoles (tenet.web): the browser holds a random secret in an HttpOnly cookie,
+    the table only its digest. Like an access token it names the account's token epoch (a disable moves it on);
+    sign-out, a change of the account's roles, a disable and a deletion revoke it (tenet.iam.web_sessions)."""
+
+    __tablename__ = "web_sessions"
+    __table_args__ = (
+        CheckConstraint("token_digest ~ '^sha256:[0-9a-f]{64}$'", name="token_is_digest"),
+        CheckConstraint("expires_at > created_at", name="expires_after_created"),
+        Index("ix_web_sessions_user_id", "user_id", postgresql_where=text("revoked_at IS NULL")),
+        {"schema": SCHEMA},
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("iam.user_account.id", ondelete="CASCADE"))
+    token_digest: Mapped[str] = mapped_column(Text, unique=True)
+    token_epoch: Mapped[int]
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]

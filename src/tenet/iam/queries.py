@@ -108,6 +108,36 @@ async def principal(reads: Runner, claims: AccessClaims) -> Principal | None:
                      hotel_ids=frozenset(client["hotel_ids"]))
 
 
+# The console's caller (tenet.web): the session named by the cookie's digest, alive (not revoked, not expired, the
+# account active at the session's epoch), with the same roles and permission points as a token's principal.
+WEB_PRINCIPAL_SQL = """
+    SELECT u.id, u.email, u.display_name, u.status, u.created_at, s.id AS session_id,
+           COALESCE(array_agg(DISTINCT ur.role_name) FILTER (WHERE ur.role_name IS NOT NULL), '{}') AS roles,
+           COALESCE(array_agg(DISTINCT rp.permission_name) FILTER (WHERE rp.permission_name IS NOT NULL), '{}')
+             AS permissions
+      FROM iam.web_sessions s
+      JOIN iam.user_account u ON u.id = s.user_id
+      LEFT JOIN iam.user_role ur ON ur.user_id = u.id
+      LEFT JOIN iam.role_permission rp ON rp.role_name = ur.role_name
+     WHERE s.token_digest = %(digest)s AND s.revoked_at IS NULL AND s.expires_at > %(now)s
+       AND u.status = 'active' AND u.token_epoch = s.token_epoch
+     GROUP BY u.id, s.id
+"""
+
+
+async def web_principal(reads: Runner, *, token_digest: str, now: datetime) -> tuple[Principal, uuid.UUID] | None:
+    """The signed-in person behind a console session and the session's id; None when the session is unknown,
+    signed out, expired, or its account changed (disabled, deleted, roles changed: the commands revoked it)."""
+    row = await reads.one(WEB_PRINCIPAL_SQL, {"digest": token_digest, "now": now})
+    if row is None:
+        return None
+    principal = Principal(kind="user", id=row["id"], roles=frozenset(row["roles"]),
+                          permissions=frozenset(row["permissions"]),
+                          profile=UserProfile(email=row["email"], display_name=row["display_name"],
+                                              status=row["status"], created_at=row["created_at"]))
+    return principal, row["session_id"]
+
+
 # --- what sign-in checks -------------------------------------------------------------------------------
 
 SIGN_IN_CANDIDATE_SQL = """

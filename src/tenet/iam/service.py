@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenet.iam import errors, lifecycles, queries
+from tenet.iam import errors, lifecycles, queries, web_sessions
 from tenet.iam.events import AccountCreated, AccountDeleted, AccountRolesChanged
 from tenet.iam.models import ApiClient, RefreshToken, UserAccount, UserRole
 from tenet.iam.passwords import Passwords, password_problems
@@ -185,6 +185,7 @@ async def set_user_roles(session: AsyncSession, *, user_id: uuid.UUID, roles: It
     await audit.record(session, action="iam.user.roles_changed", actor=actor, subject=("user", user_id), now=now,
                        data={"before": current, "after": wanted})
     if sorted(current) != wanted:
+        await web_sessions.revoke_all(session, user_id=user_id, now=now)  # a console session dies with a role change
         await events.publish(session, AccountRolesChanged(user_id=user_id, before=tuple(sorted(current)),
                                                           after=tuple(wanted), actor=actor, now=now))
     return user
@@ -255,6 +256,7 @@ async def disable_user(session: AsyncSession, *, user_id: uuid.UUID, now: dateti
     user = await _move_user(session, user_id, "disable",
                             {"updated_at": now, "token_epoch": UserAccount.token_epoch + 1})
     await _revoke_refresh_tokens(session, user_id, now)
+    await web_sessions.revoke_all(session, user_id=user_id, now=now)
     await audit.record(session, action="iam.user.disabled", actor=actor, subject=("user", user_id), now=now)
     return user
 
@@ -278,6 +280,7 @@ async def delete_user(session: AsyncSession, *, user_id: uuid.UUID, now: datetim
     await events.publish(session, AccountDeleted(user_id=user_id, actor=actor, now=now))
     await _move_user(session, user_id, "delete", {"deleted_at": now, "updated_at": now})
     await _revoke_refresh_tokens(session, user_id, now)
+    await web_sessions.revoke_all(session, user_id=user_id, now=now)
     await audit.record(session, action="iam.user.deleted", actor=actor, subject=("user", user_id), now=now)
 
 

@@ -25,6 +25,8 @@ class IamSettings(BaseSettings):
     login_failure_limit: RateSetting = Field(
         Rate.parse("10/15min"), validation_alias=env("TENET_LOGIN_FAILURE_LIMIT")
     )
+    # A console sign-in (tenet.web) lasts this long at most; then the person signs in again and returns to the page.
+    web_session_ttl_hours: int = Field(12, ge=1, le=24 * 30, validation_alias=env("TENET_WEB_SESSION_TTL_HOURS"))
     registration_limit: RateSetting = Field(
         Rate.parse("20/hour"), validation_alias=env("TENET_REGISTRATION_LIMIT")
     )

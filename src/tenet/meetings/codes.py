@@ -45,6 +45,16 @@ def with_code(address: str, code: str) -> str:
     return f"{address}&code={code}"
 
 
+def scan_url(row: dict[str, Any], mode: str, signer: CheckInCodes, now: datetime) -> str | None:
+    """What the image of `mode` encodes when it is not the stored address (`row` is `queries.qr_code`'s): the
+    address with the meeting's offline code, or with the current rotating online code; None for the stored one."""
+    if mode == "offline":
+        return with_code(row["payload"], signer.offline_code(row["id"]))
+    if row["rotating_online_code"]:
+        return with_code(row["payload"], signer.code(row["id"], now))
+    return None
+
+
 @dataclass(frozen=True)
 class Rendered:
     payload: str

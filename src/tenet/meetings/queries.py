@@ -520,3 +520,66 @@ async def audit_logs(reads: Runner, *, filters: dict[str, Any], page: PageParams
     rows = await reads.all(AUDIT_SQL.format(filters=" AND ".join(clauses), after=after, order=AUDIT_KEYSET.order_by),
                            {**given, **after_params, "limit": AUDIT_KEYSET.fetch_limit(page)})
     return AUDIT_KEYSET.page(rows, page, key=lambda r: (r["id"],))
+
+
+# --- what the console asks for (issue 18) -----------------------------------------------------------------
+
+# People to add as required attendees: active accounts whose name or email contains the text (published columns
+# of identity), by name; `%`, `_` and `\` in the text are literal.
+PEOPLE_SQL = r"""
+    SELECT u.id AS user_id, u.display_name, u.email
+      FROM iam.user_account u
+     WHERE u.status = 'active'
+       AND (u.display_name ILIKE %(pattern)s ESCAPE '\' OR u.email_normalized ILIKE %(pattern)s ESCAPE '\')
+     ORDER BY lower(u.display_name), u.id LIMIT %(limit)s
+"""
+
+
+async def people(reads: Runner, *, text: str, limit: int = 20) -> list[Row]:
+    cleaned = text.strip()
+    if not cleaned:
+        return []
+    escaped = cleaned.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return await reads.all(PEOPLE_SQL, {"pattern": f"%{escaped}%", "limit": limit})
+
+
+# The attendance counts of several meetings in one statement (the manager's home): the summary MEETING_SQL
+# computes for one meeting, for each id.
+COUNTS_SQL = """
+    SELECT m.id, (SELECT count(*) FROM meeting_attendance.meeting_required_attendees r WHERE r.meeting_id = m.id)
+             AS expected,
+           s.present, s.late, s.excused, s.guests, s.walk_ins
+      FROM meeting_attendance.meetings m
+      LEFT JOIN LATERAL (
+        SELECT count(*) FILTER (WHERE a.status = 'PRESENT' AND r.user_id IS NOT NULL) AS present,
+               count(*) FILTER (WHERE a.status = 'LATE' AND r.user_id IS NOT NULL) AS late,
+               count(*) FILTER (WHERE a.status = 'EXCUSED' AND r.user_id IS NOT NULL) AS excused,
+               count(*) FILTER (WHERE a.subject_type = 'GUEST') AS guests,
+               count(*) FILTER (WHERE a.subject_type = 'USER' AND r.user_id IS NULL) AS walk_ins
+          FROM meeting_attendance.attendances a
+          LEFT JOIN meeting_attendance.meeting_required_attendees r
+                 ON r.meeting_id = a.meeting_id AND r.user_id = a.user_id
+         WHERE a.meeting_id = m.id AND a.status <> 'VOIDED') s ON TRUE
+     WHERE m.id = ANY(%(ids)s) AND m.status <> 'DELETED'
+"""
+
+
+async def attendance_counts(reads: Runner, *, principal: Principal, meeting_ids: list[str]) -> dict[str, Row]:
+    """Counts per meeting (expected, present, late, excused, absent, guests, walk-ins), for managers only: the
+    identities that see a meeting's summary (SHOW_CODES) elsewhere are per meeting, so others get nothing here."""
+    if not meeting_ids or not is_manager(principal):
+        return {}
+    rows = await reads.all(COUNTS_SQL, {"ids": meeting_ids})
+    return {r["id"]: {**r, "absent": r["expected"] - r["present"] - r["late"] - r["excused"]} for r in rows}
+
+
+async def all_required_ids(reads: Runner, *, meeting_id: str, principal: Principal) -> list[uuid.UUID]:
+    """Every required attendee's id (the list a PUT replaces), page after page of the GET's query."""
+    ids: list[uuid.UUID] = []
+    cursor: str | None = None
+    while True:
+        rows, cursor = await required_attendees(reads, meeting_id=meeting_id, principal=principal,
+                                                page=PageParams(limit=200, cursor=cursor))
+        ids.extend(r["user_id"] for r in rows)
+        if cursor is None:
+            return ids

@@ -180,6 +180,14 @@ class AttendeeRead(BaseModel):
     added_at: datetime
 
 
+class PersonRead(BaseModel):
+    """A person who can be made a required attendee (the people search)."""
+
+    user_id: uuid.UUID
+    display_name: str
+    email: str
+
+
 class DisplayCode(BaseModel):
     mode: Mode
     url: str

@@ -34,6 +34,7 @@ from tenet.meetings.schemas import (
     MeetingSummary,
     MeetingUpdate,
     Mode,
+    PersonRead,
     QrCodesRegenerated,
     RequiredAttendees,
     RequiredAttendeesResult,
@@ -165,6 +166,16 @@ async def list_required_attendees(meeting_id: str, principal: Reader, request: R
                                             next_cursor=cursor))
 
 
+@router.get("/people", response_model=list[PersonRead], summary="Search people to add as attendees (managers)",
+            description="Active accounts whose name or email contains `q` (case-insensitive), by name; at most "
+                        "`limit` (default 20). What the console's attendee picker shows.",
+            responses=problem_responses(422))
+async def search_people(principal: Updater, request: Request, q: Annotated[str, Query(min_length=1, max_length=100)],
+                        limit: Annotated[int, Query(ge=1, le=50)] = 20) -> list[PersonRead]:
+    rows = await queries.people(reads(request), text=q, limit=limit)
+    return [PersonRead.model_validate(r) for r in rows]
+
+
 @router.put("/meetings/{meeting_id}/required-attendees", response_model=RequiredAttendeesResult,
             summary="Replace the required attendees (system users only)",
             description="Unknown ids answer 422 `ATTENDEE_NOT_FOUND`; disabled or deleted accounts 409 "
@@ -179,14 +190,7 @@ async def set_required_attendees(meeting_id: str, body: RequiredAttendees, princ
 
 
 def _scan_url(request: Request, row: Row, mode: Mode) -> str | None:
-    """What the image of `mode` encodes when it is not the stored address: the address with the meeting's offline
-    code, or with the current rotating online code."""
-    signer = codes.signer(request.app.state)
-    if mode == Mode.OFFLINE:
-        return codes.with_code(row["payload"], signer.offline_code(row["id"]))
-    if row["rotating_online_code"]:
-        return codes.with_code(row["payload"], signer.code(row["id"], clock_now(request)))
-    return None
+    return codes.scan_url(row, mode.value, codes.signer(request.app.state), clock_now(request))
 
 
 @router.get("/meetings/{meeting_id}/qrcode", summary="A QR code image (managers, creator, organizer)",

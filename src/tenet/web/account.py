@@ -1,0 +1,102 @@
+"""The consoles' own pages: sign in (a form, then a server-side session), sign out, and the language switcher of
+every page. Sign-in is `tenet.iam.signin.with_password`, the API's token route's very steps and limiter buckets."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenet.deps import client_address
+from tenet.iam import signin, web_sessions
+from tenet.iam.models import UserAccount
+from tenet.iam.settings import IamSettings
+from tenet.kernel.errors import DomainError
+from tenet.kernel.settings import KernelSettings, section
+from tenet.social import profiles
+from tenet.web import console, i18n
+from tenet.web.console import PREFIX, ConsoleRoute, Viewer
+
+router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=ConsoleRoute)
+_YEAR = 365 * 24 * 3600
+
+
+def _form_value(form: object, name: str, limit: int) -> str:
+    value = form.get(name)  # type: ignore[attr-defined]
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def _sign_in_page(request: Request, viewer: Viewer, next_path: str, *, email: str = "",
+                  error: DomainError | None = None) -> Response:
+    return console.render(request, viewer, "console/sign_in.html", status_code=error.status if error else 200,
+                          headers=error.headers if error else None, next_path=next_path, email=email,
+                          error_code=str(error.code) if error else None)
+
+
+@router.get("/sign-in")
+async def sign_in_form(request: Request, next_path: Annotated[str | None, Query(alias="next")] = None) -> Response:
+    viewer = await console.resolve(request)
+    target = console.safe_next(next_path)
+    if viewer.signed_in:
+        return console.see_other(target)
+    return _sign_in_page(request, viewer, target)
+
+
+@router.post("/sign-in")
+async def sign_in(request: Request) -> Response:
+    viewer = await console.resolve(request)
+    form = await console.posted(request, viewer)
+    email, password = _form_value(form, "email", 320), _form_value(form, "password", 1024)
+    target = console.safe_next(_form_value(form, "next", 2000))
+    state = request.app.state
+    iam = section(state.settings, IamSettings)
+    ttl = timedelta(hours=iam.web_session_ttl_hours)
+    now = console.now(request)
+
+    async def start(session: AsyncSession, user: UserAccount) -> str:
+        return await web_sessions.start(session, user=user, now=now, ttl=ttl)
+
+    try:
+        secret = await signin.with_password(state, email=email, password=password, address=client_address(request),
+                                            limit=iam.login_failure_limit, now=now, then=start)
+    except DomainError as exc:
+        if exc.status >= 500:
+            raise
+        return _sign_in_page(request, viewer, target, email=email, error=exc)
+    response = console.see_other(target)
+    console.set_cookie(request, response, console.SESSION_COOKIE, secret, max_age=int(ttl.total_seconds()))
+    return response
+
+
+@router.post("/sign-out")
+async def sign_out(request: Request) -> Response:
+    viewer = await console.resolve(request)
+    await console.posted(request, viewer)
+    secret = request.cookies.get(console.SESSION_COOKIE)
+    if secret:
+        async with request.app.state.db.unit_of_work() as session:
+            await web_sessions.end(session, secret=secret, now=console.now(request))
+    response = console.see_other(f"{PREFIX}/sign-in")
+    response.delete_cookie(console.SESSION_COOKIE, path="/", httponly=True, samesite="lax",
+                           secure=console.https(request))
+    return response
+
+
+@router.post("/language")
+async def choose_language(request: Request) -> Response:
+    """The switcher: a signed-in person's choice goes to their settings (`preferences.language`); before sign-in,
+    to a cookie."""
+    viewer = await console.resolve(request)
+    form = await console.posted(request, viewer)
+    language = i18n.supported(_form_value(form, "language", 35)) or i18n.DEFAULT
+    if viewer.principal is not None:
+        settings: KernelSettings = request.app.state.settings
+        async with request.app.state.db.unit_of_work() as session:
+            await profiles.patch_settings(session, principal_id=viewer.principal.id,
+                                          patch={"preferences": {"language": language}},
+                                          default_timezone=settings.default_timezone, now=console.now(request))
+    response = console.see_other(console.safe_next(_form_value(form, "next", 2000)))
+    console.set_cookie(request, response, console.LANGUAGE_COOKIE, language, max_age=_YEAR)
+    return response

@@ -1,0 +1,44 @@
+"""Errors in words: a service's stable error code becomes a sentence on the page, in the viewer's language, next to
+the field it concerns. A code with no sentence here is shown with the general one and its code (never a stack trace
+or a database message)."""
+
+from __future__ import annotations
+
+from tenet.web.i18n import N_
+
+SENTENCES: dict[str, str] = {
+    "INVALID_CREDENTIALS": N_("The email or the password is not right."),
+    "RATE_LIMITED": N_("Too many attempts. Wait a few minutes, then try again."),
+    "PERMISSION_DENIED": N_("Your roles do not allow this."),
+    "NOT_FOUND": N_("This page does not exist, or you may not see it."),
+    "ROUTE_NOT_FOUND": N_("This page does not exist, or you may not see it."),
+    "VALIDATION_FAILED": N_("Some of what you entered is not valid."),
+    "PRECONDITION_FAILED": N_("Someone else changed this in the meantime. Here is what it is now; "
+                              "make your change again if it is still needed."),
+    "VERSION_CONFLICT": N_("Someone else changed this in the meantime. Here is what it is now; "
+                           "make your change again if it is still needed."),
+    "SERVICE_UNAVAILABLE": N_("The service is unavailable for a moment. Try again shortly."),
+    "CSRF_REFUSED": N_("This form is out of date or did not come from this site. Reload the page and try again."),
+    "ACCOUNT_NOT_ACTIVE": N_("This person's account is disabled or deleted."),
+    "MEETING_NOT_FOUND": N_("This meeting does not exist, or you may not see it."),
+    "MEETING_CANCELLED": N_("The meeting is cancelled."),
+    "MEETING_ACTION_FORBIDDEN": N_("You may not do this for this meeting."),
+    "MEETING_TIME_INVALID": N_("The end must come after the start, within the supported dates."),
+    "TIMEZONE_INVALID": N_("This is not a time zone this server knows (use a name such as Asia/Shanghai)."),
+    "ATTENDANCE_NOTE_REQUIRED": N_("Give a reason to excuse someone or to undo a check-in."),
+    "ATTENDANCE_EXISTS": N_("This person checked in meanwhile: change that attendance instead."),
+    "ATTENDANCE_VOIDED": N_("This check-in was undone already."),
+    "ATTENDANCE_NOT_FOUND": N_("This attendance does not exist any more."),
+    "ATTENDANCE_STATUS_INVALID": N_("This attendance cannot take that status."),
+    "RECURRENCE_INVALID": N_("This repetition gives no meeting: choose at least one day and an end after the start."),
+    "RECURRENCE_TOO_LONG": N_("This repetition gives too many meetings or runs too long; end it sooner."),
+    "ATTENDEE_NOT_FOUND": N_("This person has no account."),
+    "REPORT_RANGE_INVALID": N_("The dates of the range are not valid."),
+    "INVALID_CURSOR": N_("This page of the list is out of date; start from the first page."),
+}
+GENERAL = N_("The request was refused.")
+
+
+def sentence(code: str) -> str:
+    """The msgid of the sentence for `code` (translate it where it is shown)."""
+    return SENTENCES.get(code, GENERAL)
