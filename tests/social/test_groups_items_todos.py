@@ -7,7 +7,8 @@ import pytest
 from icalendar import Calendar
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
-from tests.social.conftest import code, soc_invariants_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 from tenet.iam import service as iam_service
 from tenet.kernel.audit import Actor
@@ -43,7 +44,7 @@ class TestGroups:
         group = await api.ok(api.get(ann, f"/groups/{gid}"))
         assert group["owner_id"] == str(bob.id) and group["my_role"] == "admin"
         await api.ok(api.delete(ann, f"/groups/{gid}/members/{ann.id}"), 204)
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-09")
     async def test_second_invitation_and_archive_dismisses_open_ones(self, api, ann, bob, db):
@@ -57,7 +58,7 @@ class TestGroups:
         assert message["status"] == "dismissed"
         assert code(await api.post(bob, f"/inbox/{message['id']}/accept")) == "INBOX_MESSAGE_ALREADY_ACTED"
         assert (await api.get(bob, f"/groups/{gid}")).status_code == 404
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-07")
     async def test_the_database_refuses_a_second_creator_and_a_group_without_one(self, api, ann, bob, db):
@@ -114,7 +115,7 @@ class TestItemsAndPermissions:
         subscription = await api.offer(ann, iid, bob, ["edit", "view"], accept=False)
         assert subscription["status"] == "pending" and subscription["permission"] == ["view", "edit"]
         assert (await api.get(bob, f"/schedule-items/{iid}")).status_code == 404
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
         message = await api.pending_message(bob, "schedule_item_shared")
         accepted = await api.ok(api.post(bob, f"/inbox/{message['id']}/accept"))
         assert accepted["effect"]["type"] == "subscription"
@@ -139,7 +140,7 @@ class TestItemsAndPermissions:
                                {"permission": ["view"]}))
         assert code(await api.patch(bob, f"/schedule-items/{iid}", {"title": "x"})) == \
             "SCHEDULE_ITEM_PERMISSION_DENIED"
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-13")
     async def test_group_share_grants_within_each_role_and_a_direct_subscription_wins(self, api, ann, bob, cid, db):
@@ -161,7 +162,7 @@ class TestItemsAndPermissions:
         assert [i["id"] for i in listed["items"]] == [iid]
         await api.ok(api.post(ann, f"/groups/{gid}/archive"))
         assert (await api.get(cid, f"/schedule-items/{iid}")).status_code == 404
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-11")
     async def test_the_database_refuses_a_non_canonical_permission(self, api, ann, bob, db):
@@ -211,7 +212,7 @@ class TestInboxAndTodos:
         assert len(pending["items"]) == 3
         reopened = await api.ok(api.patch(ann, f"/todos/{done['id']}", {"status": "pending"}))
         assert reopened["completed_at"] is None
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-17")
     async def test_deleting_an_item_archives_its_pending_todos_only(self, api, ann, bob, db):
@@ -228,7 +229,7 @@ class TestInboxAndTodos:
         assert (await api.ok(api.get(bob, f"/todos/{theirs['id']}")))["status"] == "archived"
         assert (await api.ok(api.get(ann, f"/todos/{done['id']}")))["status"] == "done"
         assert (await api.ok(api.get(ann, f"/todos/{two['id']}")))["status"] == "pending"
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
 
 class TestCalendarFeed:
@@ -285,7 +286,7 @@ class TestAccountDeletion:
         assert (await api.get(bob, f"/schedule-items/{item['id']}")).status_code == 404
         friends = await api.ok(api.get(bob, "/friendships", status="accepted"))
         assert str(ann.id) not in {f["other_user_id"] for f in friends["items"]}
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-22")
     async def test_a_lonely_creator_s_group_is_archived(self, api, ann, db, clock):
@@ -296,4 +297,4 @@ class TestAccountDeletion:
             status = (await session.execute(text("SELECT status FROM social.groups WHERE id = :g"),
                                             {"g": gid})).scalar()
         assert status == "archived"
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")

@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import text
-from tests.social.conftest import code, soc_invariants_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 from tenet.social import settings_schema
 
@@ -19,7 +20,7 @@ class TestProfileAndAgent:
         assert profile["id"] == str(ann.id) and profile["username"] == "Ann"
         assert agent["user_id"] == str(ann.id) and agent["agent_type"] == "TASK_EXECUTION"
         assert agent["status"] == "active"
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-01")
     async def test_a_second_live_agent_is_refused_by_the_database(self, ann, db):
@@ -117,13 +118,13 @@ class TestFriendships:
         assert friendship["user_a"] < friendship["user_b"]
         message = await api.pending_message(bob, "friend_request")
         assert message["related_id"] == friendship["id"] and message["sender_id"] == str(ann.id)
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
         accepted = await api.ok(api.post(bob, f"/inbox/{message['id']}/accept"))
         assert accepted["status"] == "accepted" and accepted["effect"]["type"] == "friendship"
         assert (await api.ok(api.get(ann, f"/friendships/{friendship['id']}")))["status"] == "accepted"
         again = await api.post(bob, f"/inbox/{message['id']}/accept")
         assert again.status_code == 409 and code(again) == "INBOX_MESSAGE_ALREADY_ACTED"
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-04")
     async def test_crossed_request_accepts_and_self_request_is_422(self, api, ann, bob):
@@ -151,7 +152,7 @@ class TestFriendships:
         await api.ok(api.post(bob, f"/friendships/{fid}/cancel"))
         clock.advance(timedelta(days=31))
         assert (await api.post(ann, "/friendships", {"user_id": str(bob.id)})).status_code == 201
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-05", "SOC-INV-06")
     async def test_block_hides_itself_dismisses_requests_and_only_the_blocker_unblocks(self, api, ann, bob, db):
@@ -165,7 +166,7 @@ class TestFriendships:
         assert (await api.ok(api.get(bob, "/inbox", status="pending")))["items"] == []
         unblocked = await api.ok(api.post(bob, f"/friendships/{fid}/unblock"))
         assert unblocked["status"] == "canceled" and unblocked["closed_reason"] == "unblocked"
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     async def test_unfriend_and_lists(self, api, ann, bob, cid):
         fid = await api.befriend(ann, bob)
@@ -226,7 +227,7 @@ class TestPublicProfileAndBlocks:
         assert code(await api.post(ann, "/friendships/blocks", {"user_id": str(bob.id)})) == "FRIENDSHIP_BLOCKED"
         assert code(await api.post(ann, f"/schedule-items/{item['id']}/subscriptions",
                                    {"subject_type": "user", "subject_id": str(bob.id)})) == "RECIPIENT_UNAVAILABLE"
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
 
 async def test_retention_purges_old_answered_and_read_messages_only(api, ann, bob, clock, db):

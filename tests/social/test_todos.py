@@ -4,7 +4,7 @@ digest and every later sum of it stay inside datetime's range."""
 from __future__ import annotations
 
 import pytest
-from tests.social.conftest import code
+from tests.support.outcomes import code
 
 OUT_OF_RANGE = ["9999-12-31T23:59:59Z", "9999-12-31T23:00:00-05:00", "0001-01-01T00:00:00Z",
                 "0001-01-01T00:00:00+05:00", "2200-01-01T00:00:00Z", "1899-12-31T23:59:59Z",

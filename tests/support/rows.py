@@ -1,4 +1,6 @@
-"""The cost of a read as a count of rows, not a time: the rows the database sent for SELECTs naming a table."""
+"""Reading rows from a test: `scalar` and `rows` answer what one SQL statement finds on a read-only snapshot (the
+state a scenario left, checked past the API); `counting_rows_read` measures the cost of a read as a count of
+rows, not a time: the rows the database sent for SELECTs naming a table."""
 
 from __future__ import annotations
 
@@ -7,8 +9,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
+from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tenet.db.database import Database
+
+
+async def scalar(db: Database, sql: str, **params: Any) -> Any:
+    """The one value `sql` (with `:name` parameters) answers: a count, a status; it fails unless one row comes."""
+    async with db.read_only() as session:
+        return (await session.execute(text(sql), params)).scalar_one()
+
+
+async def rows(db: Database, sql: str, **params: Any) -> list[Row[Any]]:
+    """Every row `sql` answers (tuples with named fields: `row.status`, `row._mapping`)."""
+    async with db.read_only() as session:
+        return list((await session.execute(text(sql), params)).all())
 
 
 @dataclass
