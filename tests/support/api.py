@@ -63,7 +63,7 @@ class Api:
     async def patch(self, who: Caller | None, path: str, body: Any, **headers: str) -> httpx.Response:
         return await self.call("PATCH", path, who, json=body, headers=headers)
 
-    async def put(self, who: Caller | None, path: str, body: Any, **headers: str) -> httpx.Response:
+    async def put(self, who: Caller | None, path: str, body: Any = None, **headers: str) -> httpx.Response:
         return await self.call("PUT", path, who, json=body, headers=headers)
 
     async def delete(self, who: Caller | None, path: str, **headers: str) -> httpx.Response:
