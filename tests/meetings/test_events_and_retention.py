@@ -6,17 +6,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from sqlalchemy import text
 
 from tenet.iam.permissions import Role
 from tenet.kernel.jobs import run_now
 from tenet.meetings import tasks
 from tests.support.invariants import rules_hold
-
-
-async def _rows(db, sql: str, **params):
-    async with db.read_only() as session:
-        return (await session.execute(text(sql), params)).all()
+from tests.support.rows import rows
 
 
 @pytest.mark.invariant("MA-INV-19")
@@ -74,10 +69,10 @@ async def test_guest_data_is_erased_after_retention_and_counts_stay(ma, manager,
     await rules_hold(db, "MA-", now=clock.now())
     clock.set(ended + timedelta(days=90, seconds=1))
     assert await run_now(tasks.erase_guest_data, job_runtime, timestamp=0) == {"guests": 1}
-    (row,) = await _rows(db, "SELECT name, email, identity_digest, erased_at FROM meeting_attendance.guests")
+    (row,) = await rows(db, "SELECT name, email, identity_digest, erased_at FROM meeting_attendance.guests")
     assert (row.name, row.email, row.identity_digest) == (None, None, None) and row.erased_at is not None
-    assert await _rows(db, "SELECT device_id FROM meeting_attendance.attendances") == [(None,)]
-    assert await _rows(db, "SELECT note FROM meeting_attendance.attendance_corrections") == [(None,)]
+    assert await rows(db, "SELECT device_id FROM meeting_attendance.attendances") == [(None,)]
+    assert await rows(db, "SELECT note FROM meeting_attendance.attendance_corrections") == [(None,)]
     report = (await ma.call("GET", f"/reports/meetings/{meeting['id']}", manager)).json()
     assert report["guests"] == 1 and report["rows"][0]["display_name"] is None
     assert await run_now(tasks.erase_guest_data, job_runtime, timestamp=0) == {"guests": 0}
