@@ -64,7 +64,7 @@ test: $(TEST_STAMP) $(CHROMIUM) $(NGINX)
 ## The widened fuzz pass (huge exponents, long digit strings, lone surrogates) over every route, longer than the
 ## one `make test` runs: make fuzz-wide WIDE_EXAMPLES=50 (examples per place a route takes a value)
 WIDE_EXAMPLES ?= 25
-WIDE_FUZZ_FILES := tests/iam/test_schemathesis.py tests/workspaces/test_api_fuzz.py tests/social/test_api_fuzz.py \
+WIDE_FUZZ_FILES := tests/iam/test_api_fuzz.py tests/workspaces/test_api_fuzz.py tests/social/test_api_fuzz.py \
 	tests/meetings/test_api_fuzz.py tests/meetings/agenda/test_api_fuzz.py tests/reservations/test_api_fuzz.py \
 	tests/ops/test_api_fuzz_wide.py
 fuzz-wide: $(TEST_STAMP)

@@ -72,14 +72,18 @@ def run_id() -> str:
     return (os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex)[:8]
 
 
-@pytest.fixture(scope="session")
-def database_url(server_url: str, worker_id: str, run_id: str):
-    """This worker's own database, migrated to head; dropped when the session ends."""
-    name = f"tenet_test_{run_id}_{worker_id}"
+def _migrated_database(server_url: str, name: str) -> Iterator[str]:
+    """The database `name` on the test server, migrated to head; dropped when the fixture ends."""
     url = ensure_database(server_url, name)
     migrate.upgrade(url)
     yield url
     drop_database(server_url, name)
+
+
+@pytest.fixture(scope="session")
+def database_url(server_url: str, worker_id: str, run_id: str):
+    """This worker's own database, migrated to head; dropped when the session ends."""
+    yield from _migrated_database(server_url, f"tenet_test_{run_id}_{worker_id}")
 
 
 @pytest.fixture(scope="session")
@@ -185,11 +189,7 @@ def smtp_server():
 @pytest.fixture(scope="session")
 def live_database_url(server_url: str, worker_id: str, run_id: str):
     """A database of its own for the subprocess server (committed data, dropped when the session ends)."""
-    name = f"tenet_test_{run_id}_{worker_id}_live"
-    url = ensure_database(server_url, name)
-    migrate.upgrade(url)
-    yield url
-    drop_database(server_url, name)
+    yield from _migrated_database(server_url, f"tenet_test_{run_id}_{worker_id}_live")
 
 
 @pytest.fixture(scope="session")

@@ -17,22 +17,13 @@ import pytest
 
 from tenet.iam import service as iam_service
 from tenet.kernel.audit import Actor
-from tenet.kernel.errors import DomainError
 from tenet.workspaces import invitations, members, workspaces
 from tenet.workspaces.permissions import InvitationRole
-from tests.concurrency.test_workspace_races import _ws_rules_hold
-from tests.support.invariants import assert_invariants_hold
+from tests.support.invariants import assert_invariants_hold, rules_hold
+from tests.support.outcomes import outcome
 
 WINDOW = 0.3
 TRIALS = 3
-
-
-async def _outcome(awaitable) -> str:
-    try:
-        await awaitable
-    except DomainError as exc:
-        return str(exc.code)
-    return "ok"
 
 
 def _slow(monkeypatch, module, name: str) -> None:
@@ -61,7 +52,7 @@ def _slow_after(monkeypatch, module, name: str) -> None:
 async def _delete(db, user_id, now) -> str:
     await asyncio.sleep(WINDOW / 3)  # inside the other command's window
     async with db.unit_of_work() as session:
-        return await _outcome(iam_service.delete_user(session, user_id=user_id, now=now, actor=Actor.system()))
+        return await outcome(iam_service.delete_user(session, user_id=user_id, now=now, actor=Actor.system()))
 
 
 async def _accept_race(committed_db, people, clock, policy) -> tuple[str, str]:
@@ -75,7 +66,7 @@ async def _accept_race(committed_db, people, clock, policy) -> tuple[str, str]:
 
     async def accept() -> str:
         async with committed_db.unit_of_work() as session:
-            return await _outcome(invitations.accept_invitation(session, token=token, principal_id=invitee.id, now=now))
+            return await outcome(invitations.accept_invitation(session, token=token, principal_id=invitee.id, now=now))
 
     accepted, deleted = await asyncio.gather(accept(), _delete(committed_db, invitee.id, now))
     return accepted, deleted
@@ -89,7 +80,7 @@ async def test_accepting_while_the_account_is_deleted_leaves_no_member_behind(co
         accepted, deleted = await _accept_race(committed_db, people, clock, policy)
         assert deleted == "ok"
         assert accepted in ("ok", "ACCOUNT_NOT_ACTIVE")
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
 
 @pytest.mark.invariant("WS-INV-10")
@@ -119,13 +110,13 @@ async def test_creating_a_workspace_while_the_creator_is_deleted_leaves_no_owner
 
         async def create(owner_id, now) -> str:
             async with committed_db.unit_of_work() as session:
-                return await _outcome(workspaces.create_workspace(session, name="Mine", principal_id=owner_id, now=now))
+                return await outcome(workspaces.create_workspace(session, name="Mine", principal_id=owner_id, now=now))
 
         created, deleted = await asyncio.gather(create(creator.id, now), _delete(committed_db, creator.id, now))
         # Either the deletion came first (creation refused) or it came second and found the creator the last
         # owner of a live workspace (deletion refused): never both "ok".
         assert (created, deleted) in {("ok", "LAST_OWNER"), ("ACCOUNT_NOT_ACTIVE", "ok")}
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
 
 @pytest.mark.invariant("WS-INV-01", "WS-INV-10")
@@ -141,13 +132,13 @@ async def test_ownership_goes_only_to_an_active_account(committed_db, people, cl
     async with committed_db.unit_of_work() as session:
         await iam_service.disable_user(session, user_id=member.id, now=now, actor=Actor.system())
     async with committed_db.unit_of_work() as session:
-        refused = await _outcome(members.transfer_ownership(session, workspace_id=workspace.id, principal_id=owner.id,
+        refused = await outcome(members.transfer_ownership(session, workspace_id=workspace.id, principal_id=owner.id,
                                                             user_id=member.id, now=now))
     async with committed_db.unit_of_work() as session:
-        promoted = await _outcome(members.change_member_role(session, workspace_id=workspace.id, principal_id=owner.id,
+        promoted = await outcome(members.change_member_role(session, workspace_id=workspace.id, principal_id=owner.id,
                                                              user_id=member.id, role="owner", now=now))
     assert refused == promoted == "ACCOUNT_NOT_ACTIVE"
-    await _ws_rules_hold(committed_db)
+    await rules_hold(committed_db, "WS-")
 
 
 async def test_transfer_racing_a_disable_of_the_target_never_hands_ownership_to_a_disabled_account(
@@ -164,13 +155,13 @@ async def test_transfer_racing_a_disable_of_the_target_never_hands_ownership_to_
 
     async def transfer() -> str:
         async with committed_db.unit_of_work() as session:
-            return await _outcome(members.transfer_ownership(session, workspace_id=workspace.id, principal_id=owner.id,
+            return await outcome(members.transfer_ownership(session, workspace_id=workspace.id, principal_id=owner.id,
                                                              user_id=member.id, now=now))
 
     async def disable() -> str:
         await asyncio.sleep(WINDOW / 3)
         async with committed_db.unit_of_work() as session:
-            return await _outcome(iam_service.disable_user(session, user_id=member.id, now=now,
+            return await outcome(iam_service.disable_user(session, user_id=member.id, now=now,
                                                            actor=Actor.system()))
 
     transferred, disabled = await asyncio.gather(transfer(), disable())

@@ -12,16 +12,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from tenet.app import create_app
 from tenet.db.database import Database
 from tenet.iam.permissions import Role
 from tenet.iam.principal import Principal
-from tenet.kernel.errors import DomainError
 from tenet.meetings import service as meetings_service
 from tenet.meetings.agenda import attachments, service
 from tenet.meetings.permissions import POINTS
-from tests.conftest import test_settings
-from tests.meetings.conftest import ma_rules_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import outcome
+from tests.support.rows import scalar
 from tests.support.users import UserFactory
 
 START = datetime(2026, 3, 2, 17, 0, tzinfo=UTC)
@@ -29,28 +28,14 @@ NOW = START - timedelta(days=1)
 HOLD = 0.4  # seconds the first transaction holds its locks before committing
 
 
-@pytest.fixture
-def app(committed_db, clock, tmp_path):
-    return create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock,
-                      run_background_tasks=False)
-
-
-@pytest.fixture
-def people(app, committed_db, clock) -> UserFactory:
-    return UserFactory(app, committed_db, clock)
+def _answered(result):
+    """What a command that answers something (an upload's attachment) came to; "ok" for None."""
+    return "ok" if result is None else result
 
 
 def principal(user_id: uuid.UUID, role: str) -> Principal:
     return Principal(kind="user", id=user_id, roles=frozenset({role}),
                      permissions=frozenset(p.name for p in POINTS if role in p.granted_to))
-
-
-async def _outcome(awaitable) -> str:
-    try:
-        result = await awaitable
-    except DomainError as exc:
-        return str(exc.code)
-    return "ok" if result is None else result
 
 
 async def _agenda(db: Database, people: UserFactory, attendees: int = 2):
@@ -72,11 +57,6 @@ def stored() -> attachments.StoredFile:
     attachment_id = uuid.uuid4()
     return attachments.StoredFile(attachment_id=attachment_id, key=f"agenda-item/2026/03/{attachment_id}",
                                   filename="slides.pdf", mime_type="application/pdf", size=10, sha256="0" * 64)
-
-
-async def _count(db: Database, sql: str, **params) -> int:
-    async with db.read_only() as session:
-        return (await session.execute(text(sql), params)).scalar_one()
 
 
 async def _assign(db: Database, boss: Principal, item_id, *who: Principal) -> list[uuid.UUID]:
@@ -101,9 +81,9 @@ async def test_two_assignees_uploading_at_once_flip_their_own_tasks(committed_db
 
     flipped = await asyncio.gather(upload(alice), upload(bob))
     assert set(flipped) == set(tasks)
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.meeting_agenda_item_upload_tasks "
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.meeting_agenda_item_upload_tasks "
                                       "WHERE status = 'UPLOADED'") == 2
-    await ma_rules_hold(committed_db, NOW)
+    await rules_hold(committed_db, "MA-", now=NOW)
 
 
 @pytest.mark.invariant("MA-INV-25")
@@ -131,9 +111,9 @@ async def test_one_assignee_uploading_twice_at_once_flips_once_and_the_other_fal
 
     results = await asyncio.gather(first(), second())
     assert results == [task, None]
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.meeting_agenda_item_attachments "
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.meeting_agenda_item_attachments "
                                       "WHERE deleted_at IS NULL") == 2
-    await ma_rules_hold(committed_db, NOW + timedelta(seconds=1))
+    await rules_hold(committed_db, "MA-", now=NOW + timedelta(seconds=1))
 
 
 async def _delete_item_vs_upload(db: Database, people, *, delete_first: bool) -> tuple[str, str]:
@@ -161,7 +141,7 @@ async def _delete_item_vs_upload(db: Database, people, *, delete_first: bool) ->
                 started.set()
                 await asyncio.sleep(HOLD)
 
-    outcomes = await asyncio.gather(_outcome(delete()), _outcome(upload()))
+    outcomes = await asyncio.gather(outcome(delete(), _answered), outcome(upload(), _answered))
     return outcomes[0], outcomes[1]
 
 
@@ -171,9 +151,9 @@ async def test_delete_item_racing_an_upload_leaves_no_live_attachment_under_it(c
     deleted, uploaded = await _delete_item_vs_upload(committed_db, people, delete_first=delete_first)
     assert deleted == "ok"
     assert uploaded == ("AGENDA_ITEM_NOT_FOUND" if delete_first else "ok")
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.meeting_agenda_item_attachments "
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.meeting_agenda_item_attachments "
                                       "WHERE deleted_at IS NULL") == 0
-    await ma_rules_hold(committed_db, NOW)
+    await rules_hold(committed_db, "MA-", now=NOW)
 
 
 NO_PARENT_CHECK = """
@@ -197,7 +177,7 @@ async def test_without_the_parent_trigger_the_same_race_breaks_the_rule(committe
             await connection.execute(text(original))
     assert uploaded == "ok"
     with pytest.raises(AssertionError, match="MA-INV-22"):
-        await ma_rules_hold(committed_db, NOW)
+        await rules_hold(committed_db, "MA-", now=NOW)
 
 
 @pytest.mark.invariant("MA-INV-21")
@@ -218,14 +198,14 @@ async def test_two_reorders_and_a_delete_at_once_keep_a_dense_order(committed_db
         async with committed_db.unit_of_work() as session:
             await service.delete_section(session, section_id=ids[1], principal=boss, now=NOW)
 
-    outcomes = await asyncio.gather(_outcome(reorder(list(reversed(ids)))), _outcome(reorder(ids[1:] + ids[:1])),
-                                    _outcome(delete()))
+    outcomes = await asyncio.gather(outcome(reorder(list(reversed(ids))), _answered),
+                                    outcome(reorder(ids[1:] + ids[:1]), _answered), outcome(delete(), _answered))
     assert outcomes[2] == "ok"
     assert set(outcomes[:2]) <= {"ok", "AGENDA_ORDER_MISMATCH"}
-    rows = await _count(committed_db, "SELECT string_agg(sort_order::text, ',' ORDER BY sort_order) FROM "
+    rows = await scalar(committed_db, "SELECT string_agg(sort_order::text, ',' ORDER BY sort_order) FROM "
                                       "meeting_attendance.meeting_agenda_sections WHERE deleted_at IS NULL")
     assert rows == "0,1,2"
-    await ma_rules_hold(committed_db, NOW)
+    await rules_hold(committed_db, "MA-", now=NOW)
 
 
 @pytest.mark.invariant("MA-INV-24", "MA-INV-25")
@@ -246,8 +226,8 @@ async def test_cancel_racing_the_auto_flip_ends_in_exactly_one_terminal_state(co
                                                                   principal=alice, now=NOW, candidate=task)
             return "flipped" if flipped else "unflipped"
 
-    outcomes = await asyncio.gather(_outcome(cancel()), _outcome(upload()))
-    status = await _count(committed_db, "SELECT status FROM meeting_attendance.meeting_agenda_item_upload_tasks")
+    outcomes = await asyncio.gather(outcome(cancel(), _answered), outcome(upload(), _answered))
+    status = await scalar(committed_db, "SELECT status FROM meeting_attendance.meeting_agenda_item_upload_tasks")
     assert (outcomes, status) in ((["ok", "unflipped"], "CANCELLED"), (["UPLOAD_TASK_NOT_PENDING", "flipped"],
                                                                        "UPLOADED"))
-    await ma_rules_hold(committed_db, NOW)
+    await rules_hold(committed_db, "MA-", now=NOW)

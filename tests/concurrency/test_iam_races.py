@@ -7,20 +7,13 @@ import asyncio
 import httpx
 import pytest
 
-from tenet.app import create_app
-from tests.conftest import test_settings
 from tests.support.invariants import assert_invariants_hold
 from tests.support.users import PASSWORD, UserFactory
 
 
 @pytest.fixture
-def live_app(committed_db, clock, tmp_path):
-    return create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock, run_background_tasks=False)
-
-
-@pytest.fixture
-async def http(live_app):
-    transport = httpx.ASGITransport(app=live_app, client=("192.0.2.77", 1))
+async def http(committed_app):
+    transport = httpx.ASGITransport(app=committed_app, client=("192.0.2.77", 1))
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         yield client
 
@@ -38,8 +31,8 @@ async def test_two_registrations_of_one_email_one_wins(http, committed_db):
 
 
 @pytest.mark.invariant("IAM-INV-02")
-async def test_two_refreshes_with_one_token_one_wins(http, live_app, committed_db, clock):
-    user = await UserFactory(live_app, committed_db, clock).make()
+async def test_two_refreshes_with_one_token_one_wins(http, committed_app, committed_db, clock):
+    user = await UserFactory(committed_app, committed_db, clock).make()
     tokens = (await http.post("/api/v1/auth/token", data={
         "grant_type": "password", "username": user.email, "password": PASSWORD})).json()
     responses = await asyncio.gather(*(
@@ -53,8 +46,8 @@ async def test_two_refreshes_with_one_token_one_wins(http, live_app, committed_d
 
 
 @pytest.mark.invariant("IAM-INV-05")
-async def test_two_admins_demoting_each_other_leave_one_admin(http, live_app, committed_db, clock):
-    factory = UserFactory(live_app, committed_db, clock)
+async def test_two_admins_demoting_each_other_leave_one_admin(http, committed_app, committed_db, clock):
+    factory = UserFactory(committed_app, committed_db, clock)
     alice, bob = await factory.admin(), await factory.admin()
     responses = await asyncio.gather(
         http.put(f"/api/v1/iam/users/{bob.id}/roles", headers=alice.headers, json={"roles": ["Employee"]}),

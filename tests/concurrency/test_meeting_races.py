@@ -20,27 +20,24 @@ from sqlalchemy import text
 from tenet.app import create_app
 from tenet.db.database import Database
 from tenet.iam.permissions import Role
-from tenet.kernel.errors import DomainError
 from tenet.kernel.settings import Rate
 from tenet.meetings import checkin, service
 from tenet.meetings.codes import CheckInCodes
 from tests.conftest import TEST_SECRET, test_settings
-from tests.meetings.conftest import ma_rules_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import outcome
+from tests.support.rows import scalar
 from tests.support.users import UserFactory
 
 START = datetime(2026, 3, 2, 17, 0, tzinfo=UTC)
 CODES = CheckInCodes(TEST_SECRET, 30)
 
 
-@pytest.fixture
-def app(committed_db, clock, tmp_path):
-    return create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock,
-                      run_background_tasks=False)
-
-
-@pytest.fixture
-def people(app, committed_db, clock) -> UserFactory:
-    return UserFactory(app, committed_db, clock)
+def _checked_in(result) -> str:
+    """What a check-in came to: a new attendance, the one already there ("already"), or "ok" when it answers None."""
+    if result is None:
+        return "ok"
+    return "already" if result.already_checked_in else "new"
 
 
 async def _meeting(db: Database, manager_id: uuid.UUID, attendees: list[uuid.UUID] = ()) -> str:
@@ -52,16 +49,6 @@ async def _meeting(db: Database, manager_id: uuid.UUID, attendees: list[uuid.UUI
     return meeting.id
 
 
-async def _outcome(awaitable) -> str:
-    try:
-        result = await awaitable
-    except DomainError as exc:
-        return str(exc.code)
-    if result is None:
-        return "ok"
-    return "already" if result.already_checked_in else "new"
-
-
 def _barrier(monkeypatch, parties: int) -> None:
     """Every contender waits after its probe until all have probed."""
     barrier = asyncio.Barrier(parties)
@@ -70,11 +57,6 @@ def _barrier(monkeypatch, parties: int) -> None:
         await asyncio.wait_for(barrier.wait(), timeout=10)
 
     monkeypatch.setattr(checkin, "_probed", probed)
-
-
-async def _count(db: Database, sql: str, **params) -> int:
-    async with db.read_only() as session:
-        return (await session.execute(text(sql), params)).scalar_one()
 
 
 @pytest.mark.invariant("MA-INV-06")
@@ -90,13 +72,13 @@ async def test_the_same_user_scanning_at_once_makes_one_attendance(committed_db,
                                                device_id=device, code=CODES.offline_code(meeting_id),
                                                now=START, codes=CODES)
 
-    outcomes = await asyncio.gather(*(_outcome(scan(f"device-{i:04d}")) for i in range(scans)))
+    outcomes = await asyncio.gather(*(outcome(scan(f"device-{i:04d}"), _checked_in) for i in range(scans)))
     assert sorted(outcomes) == ["already"] * (scans - 1) + ["new"]
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.attendances WHERE meeting_id = :m",
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.attendances WHERE meeting_id = :m",
                         m=meeting_id) == 1
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.checkin_scans WHERE meeting_id = :m",
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.checkin_scans WHERE meeting_id = :m",
                         m=meeting_id) == scans
-    await ma_rules_hold(committed_db, START)
+    await rules_hold(committed_db, "MA-", now=START)
 
 
 @pytest.mark.invariant("MA-INV-07", "MA-INV-13")
@@ -114,13 +96,13 @@ async def test_two_guests_on_one_device_at_once(committed_db, people, monkeypatc
                 now=START, client_address="192.0.2.1",
                 codes=CODES)
 
-    outcomes = await asyncio.gather(_outcome(guest("ann")), _outcome(guest("bob")))
+    outcomes = await asyncio.gather(outcome(guest("ann"), _checked_in), outcome(guest("bob"), _checked_in))
     assert sorted(outcomes) == ["DEVICE_ALREADY_USED", "new"]
     # The loser's guest row was written with its attendance and rolled back with it: no personal data kept.
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.guests") == 1
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.checkin_scans "
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.guests") == 1
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.checkin_scans "
                                       "WHERE outcome = 'REFUSED' AND reason = 'DEVICE_ALREADY_USED'") == 1
-    await ma_rules_hold(committed_db, START)
+    await rules_hold(committed_db, "MA-", now=START)
 
 
 @pytest.mark.invariant("MA-INV-06")
@@ -137,10 +119,11 @@ async def test_the_same_guest_from_two_devices_at_once_is_one_guest(committed_db
                 mode="offline", device_id=device, code=CODES.offline_code(meeting_id),
                 now=START, client_address=None, codes=CODES)
 
-    outcomes = await asyncio.gather(_outcome(guest("laptop-0001")), _outcome(guest("phone-00001")))
+    outcomes = await asyncio.gather(outcome(guest("laptop-0001"), _checked_in),
+                                    outcome(guest("phone-00001"), _checked_in))
     assert sorted(outcomes) == ["already", "new"]
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.guests") == 1
-    await ma_rules_hold(committed_db, START)
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.guests") == 1
+    await rules_hold(committed_db, "MA-", now=START)
 
 
 HOLD = 0.5  # seconds the cancel holds its lock before committing
@@ -165,7 +148,7 @@ async def _check_in_during_cancel(db: Database, meeting_id: str, manager_id, use
                                                device_id="device-0001", code=CODES.offline_code(meeting_id),
                                                now=START + timedelta(seconds=1), codes=CODES)
 
-    results = await asyncio.gather(_outcome(cancel()), _outcome(scan()))
+    results = await asyncio.gather(outcome(cancel(), _checked_in), outcome(scan(), _checked_in))
     return results[0], results[1]
 
 
@@ -175,10 +158,10 @@ async def test_a_check_in_racing_a_cancel_never_lands_on_the_cancelled_meeting(c
     meeting_id = await _meeting(committed_db, manager.id, [user.id])
     cancel, scan = await _check_in_during_cancel(committed_db, meeting_id, manager.id, user.id)
     assert (cancel, scan) == ("ok", "MEETING_CANCELLED")
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.attendances") == 0
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.checkin_scans "
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.attendances") == 0
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.checkin_scans "
                                       "WHERE outcome = 'REFUSED' AND reason = 'MEETING_CANCELLED'") == 1
-    await ma_rules_hold(committed_db, START)
+    await rules_hold(committed_db, "MA-", now=START)
 
 
 NO_LOCK_TRIGGER = """
@@ -203,7 +186,7 @@ async def test_without_the_advisory_lock_the_same_race_breaks_the_rule(committed
             await connection.execute(text(original))
     assert scan == "new"
     with pytest.raises(AssertionError, match="MA-INV-08"):
-        await ma_rules_hold(committed_db, START)
+        await rules_hold(committed_db, "MA-", now=START)
 
 
 @pytest.mark.invariant("MA-INV-07")
@@ -219,9 +202,9 @@ async def test_two_users_on_one_device_at_once(committed_db, people, monkeypatch
                                                device_id="shared-phone", code=CODES.offline_code(meeting_id),
                                                now=START, codes=CODES)
 
-    outcomes = await asyncio.gather(*(_outcome(scan(u)) for u in users))
+    outcomes = await asyncio.gather(*(outcome(scan(u), _checked_in) for u in users))
     assert sorted(outcomes) == ["DEVICE_ALREADY_USED", "new"]
-    await ma_rules_hold(committed_db, START)
+    await rules_hold(committed_db, "MA-", now=START)
 
 
 async def test_the_guest_rate_limit_holds_under_a_burst(committed_db, people, clock, tmp_path):
@@ -240,7 +223,7 @@ async def test_the_guest_rate_limit_holds_under_a_burst(committed_db, people, cl
     statuses = sorted(r.status_code for r in responses)
     assert statuses == [201] * 5 + [429] * 7
     assert {r.json()["code"] for r in responses if r.status_code == 429} == {"GUEST_CHECKIN_LIMIT_REACHED"}
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.guests") == 5
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.guests") == 5
     assert Rate.parse("5/minute").limit == 5
 
 
@@ -271,10 +254,10 @@ async def test_adding_an_attendee_while_the_account_is_deleted(committed_db, peo
                                                  user_ids=[person.id], expected_version=None,
                                                  now=START - timedelta(days=1))
 
-    outcomes = await asyncio.gather(_outcome(delete_account()), _outcome(add()))
+    outcomes = await asyncio.gather(outcome(delete_account(), _checked_in), outcome(add(), _checked_in))
     assert outcomes == ["ok", "ACCOUNT_NOT_ACTIVE"]
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.meeting_required_attendees") == 0
-    await ma_rules_hold(committed_db, START - timedelta(days=1))
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.meeting_required_attendees") == 0
+    await rules_hold(committed_db, "MA-", now=START - timedelta(days=1))
 
 
 async def test_two_retention_runs_at_once_erase_each_guest_once(committed_db, people):
@@ -297,6 +280,6 @@ async def test_two_retention_runs_at_once_erase_each_guest_once(committed_db, pe
 
     counts = await asyncio.gather(run(), run())
     assert sorted(counts) == [10, 20]  # SKIP LOCKED: disjoint batches, no waiting
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.guests WHERE erased_at IS NULL") == 0
-    assert await _count(committed_db, "SELECT count(*) FROM meeting_attendance.audit_logs "
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.guests WHERE erased_at IS NULL") == 0
+    assert await scalar(committed_db, "SELECT count(*) FROM meeting_attendance.audit_logs "
                                       "WHERE action = 'GUEST_DATA_ERASED'") == 2

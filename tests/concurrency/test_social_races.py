@@ -12,41 +12,14 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from tenet.app import create_app
 from tenet.db.database import Database
-from tenet.kernel.errors import DomainError
 from tenet.social import automations, friends, inbox, items, profiles
 from tenet.social.automations import commands as automation_commands
-from tests.conftest import test_settings
-from tests.support.invariants import assert_invariants_hold
-from tests.support.users import UserFactory
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import outcome
 
 WINDOW = 0.3
 LA = "America/Los_Angeles"
-
-
-@pytest.fixture
-def social_app(committed_db, clock, tmp_path):
-    return create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock,
-                      run_background_tasks=False)
-
-
-@pytest.fixture
-def people(social_app, committed_db, clock) -> UserFactory:
-    return UserFactory(social_app, committed_db, clock)
-
-
-async def _outcome(awaitable) -> str:
-    try:
-        await awaitable
-    except DomainError as exc:
-        return str(exc.code)
-    return "ok"
-
-
-async def _rules_hold(db: Database) -> None:
-    async with db.read_only() as session:
-        await assert_invariants_hold(session, prefix="SOC-")
 
 
 @pytest.mark.invariant("SOC-INV-04", "SOC-INV-06")
@@ -58,13 +31,13 @@ async def test_crossed_requests_at_the_same_moment_end_as_one_accepted_row(commi
             await friends.request(session, principal_id=a.id, target_id=b.id, cooldown=timedelta(0), inbox_limit=None,
                                   now=clock.now())
 
-    outcomes = await asyncio.gather(_outcome(ask(ann, bob)), _outcome(ask(bob, ann)))
+    outcomes = await asyncio.gather(outcome(ask(ann, bob)), outcome(ask(bob, ann)))
     assert outcomes == ["ok", "ok"]
     async with committed_db.read_only() as session:
         rows = (await session.execute(text("SELECT status FROM social.friendships"))).scalars().all()
         messages = (await session.execute(text("SELECT status FROM social.inbox_messages"))).scalars().all()
     assert rows == ["accepted"] and messages == ["accepted"]
-    await _rules_hold(committed_db)
+    await rules_hold(committed_db, "SOC-")
 
 
 @pytest.mark.invariant("SOC-INV-03")
@@ -82,7 +55,7 @@ async def test_twenty_concurrent_settings_merges_lose_nothing(committed_db, peop
             await profiles.patch_settings(session, principal_id=ann.id, patch=patch, default_timezone=LA,
                                           now=clock.now())
 
-    assert await asyncio.gather(*(_outcome(merge(p)) for p in patches)) == ["ok"] * 20
+    assert await asyncio.gather(*(outcome(merge(p)) for p in patches)) == ["ok"] * 20
     async with committed_db.read_only() as session:
         stored, version = (await session.execute(text(
             "SELECT settings, version FROM social.profiles WHERE id = :u"), {"u": ann.id})).one()
@@ -130,7 +103,7 @@ async def _revoke_while_editing(db, owner, editor, item_id, subscription_id, now
                                             now=now)
         committed.append("revoke")
 
-    outcomes = await asyncio.gather(_outcome(edit()), _outcome(revoke()))
+    outcomes = await asyncio.gather(outcome(edit()), outcome(revoke()))
     async with db.read_only() as session:
         title = (await session.execute(text("SELECT title FROM social.schedule_items WHERE id = :i"),
                                        {"i": item_id})).scalar()
@@ -205,14 +178,14 @@ async def test_accepting_one_message_twice_at_once_makes_one_membership(committe
             await inbox.answer(session, message_id=message.id, principal_id=bob.id, accept=True, max_members=10,
                                now=now)
 
-    outcomes = await asyncio.gather(_outcome(accept()), _outcome(accept()))
+    outcomes = await asyncio.gather(outcome(accept()), outcome(accept()))
     assert sorted(outcomes) == ["INBOX_MESSAGE_ALREADY_ACTED", "ok"]
     async with committed_db.read_only() as session:
         members = (await session.execute(text(
             "SELECT count(*) FROM social.group_members WHERE group_id = :g AND user_id = :u"),
             {"g": group.id, "u": bob.id})).scalar()
     assert members == 1
-    await _rules_hold(committed_db)
+    await rules_hold(committed_db, "SOC-")
 
 
 async def _digest_jobs(db, people, clock, count: int) -> list[uuid.UUID]:
@@ -253,7 +226,7 @@ async def test_two_schedulers_and_four_drainers_run_each_slot_exactly_once(commi
             "WHERE message_type = 'todo_digest'"))).one()
     assert sorted(runs) == [("succeeded", 1)] * len(jobs)
     assert tuple(digests) == (len(jobs), len(jobs))
-    await _rules_hold(committed_db)
+    await rules_hold(committed_db, "SOC-")
 
 
 @pytest.mark.invariant("SOC-INV-21")
@@ -297,7 +270,7 @@ async def test_a_worker_killed_mid_run_is_recovered_and_the_run_finishes_once(co
         digests = (await session.execute(text(
             "SELECT count(*) FROM social.inbox_messages WHERE message_type = 'todo_digest'"))).scalar()
     assert tuple(run) == ("succeeded", 2) and digests == 1
-    await _rules_hold(committed_db)
+    await rules_hold(committed_db, "SOC-")
 
 
 async def _run_now_twice(db, owner, job_id, now) -> list[str]:
@@ -308,7 +281,7 @@ async def _run_now_twice(db, owner, job_id, now) -> list[str]:
             await automations.run_now(session, job_id=job_id, principal_id=owner, max_attempts=3, now=at)
             await asyncio.sleep(WINDOW)
 
-    return sorted(await asyncio.gather(_outcome(request(now)), _outcome(request(now + timedelta(milliseconds=1)))))
+    return sorted(await asyncio.gather(outcome(request(now)), outcome(request(now + timedelta(milliseconds=1)))))
 
 
 @pytest.mark.invariant("SOC-INV-20")
@@ -328,7 +301,7 @@ async def test_one_manual_run_of_a_job_at_a_time(committed_db, people, clock):
     assert await automations.drain(committed_db, clock=clock, default_timezone="UTC", lease_seconds=120,
                                    retry_base_seconds=60) == {"succeeded": 1}
     assert await _run_now_twice(committed_db, owner, job_id, clock.now()) == ["AUTOMATION_RUN_IN_PROGRESS", "ok"]
-    await _rules_hold(committed_db)
+    await rules_hold(committed_db, "SOC-")
 
 
 async def test_without_the_job_lock_two_manual_runs_are_queued(committed_db, people, clock, monkeypatch):

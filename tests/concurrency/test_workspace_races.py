@@ -20,27 +20,13 @@ import pytest
 from sqlalchemy import text
 
 from tenet.db.database import Database
-from tenet.kernel.errors import DomainError
 from tenet.workspaces import commands, errors, invitations, members, workspaces
 from tenet.workspaces.permissions import InvitationRole, WorkspaceRole
-from tests.support.invariants import assert_invariants_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import outcome
 from tests.support.users import TestUser, UserFactory
 
 WINDOW = 0.3  # seconds between the decisive read and the write, wide enough for the other side to read too
-
-
-async def _outcome(awaitable) -> str:
-    """'ok' or the domain error's code; anything else (IntegrityError, deadlock) fails the test."""
-    try:
-        await awaitable
-    except DomainError as exc:
-        return str(exc.code)
-    return "ok"
-
-
-async def _ws_rules_hold(db: Database) -> None:
-    async with db.read_only() as session:
-        await assert_invariants_hold(session, prefix="WS-")
 
 
 async def _workspace_with_owners(db: Database, people: UserFactory, clock, policy, count: int
@@ -88,7 +74,7 @@ async def _both_owners_leave(db: Database, workspace_id: uuid.UUID, owners: list
         async with db.unit_of_work() as session:
             await members.leave_workspace(session, workspace_id=workspace_id, principal_id=person.id, now=now)
 
-    return list(await asyncio.gather(*(_outcome(leave(o)) for o in owners)))
+    return list(await asyncio.gather(*(outcome(leave(o)) for o in owners)))
 
 
 async def _active_owner_count(db: Database, workspace_id: uuid.UUID) -> int:
@@ -107,7 +93,7 @@ class TestLastOwnersLeaving:
         outcomes = await _both_owners_leave(committed_db, workspace_id, owners, clock.now())
         assert sorted(outcomes) == ["LAST_OWNER", "ok"]
         assert await _active_owner_count(committed_db, workspace_id) == 1
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
     @pytest.mark.invariant("WS-INV-01")
     async def test_without_the_lock_the_same_timing_leaves_no_owner(self, committed_db, people, clock, policy,
@@ -122,7 +108,7 @@ class TestLastOwnersLeaving:
         assert outcomes == ["ok", "ok"]
         assert await _active_owner_count(committed_db, workspace_id) == 0
         with pytest.raises(AssertionError, match="WS-INV-01"):
-            await _ws_rules_hold(committed_db)
+            await rules_hold(committed_db, "WS-")
 
     @pytest.mark.invariant("WS-INV-01")
     async def test_demotion_and_leave_of_the_two_owners_at_once_keep_one(self, committed_db, people, clock, policy,
@@ -140,9 +126,9 @@ class TestLastOwnersLeaving:
             async with committed_db.unit_of_work() as session:
                 await members.leave_workspace(session, workspace_id=workspace_id, principal_id=second.id, now=now)
 
-        outcomes = await asyncio.gather(_outcome(demote_self()), _outcome(leave()))
+        outcomes = await asyncio.gather(outcome(demote_self()), outcome(leave()))
         assert sorted(outcomes) == ["LAST_OWNER", "ok"]
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
 
 async def _invited(db, owner, invitee, policy, now, role=InvitationRole.MEMBER):
@@ -175,7 +161,7 @@ class TestAcceptVersusRevoke:
                                                     now=now)
 
         calls = [revoke(), accept()] if revoke_first else [accept(), revoke()]
-        outcomes = await asyncio.gather(*(_outcome(c) for c in calls))
+        outcomes = await asyncio.gather(*(outcome(c) for c in calls))
         if revoke_first:
             outcomes.reverse()
         accept_outcome, revoke_outcome = outcomes
@@ -190,7 +176,7 @@ class TestAcceptVersusRevoke:
             assert (status, memberships, revoke_outcome) == ("ACCEPTED", 1, "INVITATION_ALREADY_ACCEPTED")
         else:
             assert (status, memberships, accept_outcome) == ("REVOKED", 0, "INVITATION_REVOKED")
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
     @pytest.mark.invariant("WS-INV-02", "WS-INV-05")
     async def test_two_accepts_of_one_token_make_one_membership(self, committed_db, people, clock, policy):
@@ -203,7 +189,7 @@ class TestAcceptVersusRevoke:
             async with committed_db.unit_of_work() as session:
                 await invitations.accept_invitation(session, token=token, principal_id=invitee.id, now=now)
 
-        outcomes = await asyncio.gather(_outcome(accept()), _outcome(accept()))
+        outcomes = await asyncio.gather(outcome(accept()), outcome(accept()))
         assert sorted(outcomes) == ["INVITATION_ALREADY_ACCEPTED", "ok"]
         assert await _active_owner_count(committed_db, workspace.id) == 1
         async with committed_db.read_only() as session:
@@ -211,7 +197,7 @@ class TestAcceptVersusRevoke:
                 "SELECT count(*) FROM workspace.membership WHERE workspace_id = :w AND user_id = :u "
                 "AND status = 'ACTIVE'"), {"w": workspace.id, "u": invitee.id})).scalar_one()
         assert active == 1
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
     @pytest.mark.invariant("WS-INV-06")
     async def test_accept_racing_a_resend_never_accepts_the_old_token(self, committed_db, people, clock, policy):
@@ -229,16 +215,16 @@ class TestAcceptVersusRevoke:
                 await invitations.resend_invitation(session, invitation_id=invitation.id, principal_id=owner.id,
                                                 policy=policy, now=now + timedelta(seconds=1))
 
-        outcomes = await asyncio.gather(_outcome(accept()), _outcome(resend()))
+        outcomes = await asyncio.gather(outcome(accept()), outcome(resend()))
         assert outcomes in (["ok", "INVITATION_ALREADY_ACCEPTED"], ["INVITATION_TOKEN_INVALID", "ok"])
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
 
 class TestConcurrentInvitations:
     @pytest.mark.invariant("WS-INV-03")
-    async def test_two_invitations_for_one_email_at_once_create_one(self, ws_app, people, committed_db):
+    async def test_two_invitations_for_one_email_at_once_create_one(self, committed_app, people, committed_db):
         owner = await people.make()
-        transport = httpx.ASGITransport(app=ws_app, client=("192.0.2.10", 1))
+        transport = httpx.ASGITransport(app=committed_app, client=("192.0.2.10", 1))
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
             created = await http.post("/api/v1/workspaces", json={"name": "Race"}, headers=owner.headers)
             url = f"/api/v1/workspaces/{created.json()['id']}/invitations"
@@ -249,7 +235,7 @@ class TestConcurrentInvitations:
         assert sorted(r.status_code for r in responses) == [201, 409], [r.text for r in responses]
         loser = next(r for r in responses if r.status_code == 409)
         assert loser.json()["code"] == "INVITATION_ALREADY_PENDING"
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
     @pytest.mark.invariant("WS-INV-03")
     async def test_without_the_lock_the_unique_index_still_decides(self, committed_db, people, clock, policy,
@@ -275,9 +261,9 @@ class TestConcurrentInvitations:
                 await invitations.create_invitation(session, workspace_id=workspace.id, principal_id=owner.id,
                                                     email=email, role=InvitationRole.MEMBER, policy=policy, now=now)
 
-        outcomes = await asyncio.gather(_outcome(invite("Ada@Example.com")), _outcome(invite("ada@example.com")))
+        outcomes = await asyncio.gather(outcome(invite("Ada@Example.com")), outcome(invite("ada@example.com")))
         assert sorted(outcomes) == ["INVITATION_ALREADY_PENDING", "ok"]
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
 
 class TestCallerChangedWhileWaitingForTheLock:
@@ -303,20 +289,20 @@ class TestCallerChangedWhileWaitingForTheLock:
         async with db.unit_of_work() as removal:
             await members.remove_member(removal, workspace_id=workspace_id, principal_id=owner.id, user_id=admin.id,
                                         now=now)
-            inviting = asyncio.create_task(_outcome(invite()))
+            inviting = asyncio.create_task(outcome(invite()))
             await asyncio.sleep(WINDOW)  # the invitation's statement is now waiting for the workspace lock
             assert not inviting.done()
-        outcome = await inviting
+        answer = await inviting
         async with db.read_only() as session:
             made = (await session.execute(text(
                 "SELECT count(*) FROM workspace.invitation WHERE invited_by = :admin AND status = 'PENDING'"),
                 {"admin": admin.id})).scalar_one()
-        return outcome, made
+        return answer, made
 
     async def test_a_member_removed_during_the_wait_is_refused(self, committed_db, people, clock, policy):
         outcome, made = await self._removed_while_inviting(committed_db, people, clock, policy)
         assert (outcome, made) == ("WORKSPACE_NOT_FOUND", 0)
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
     async def test_without_the_membership_lock_the_removed_member_still_invites(self, committed_db, people, clock,
                                                                                  policy, monkeypatch):
@@ -349,7 +335,7 @@ class TestSweepAgainstRequests:
         async with committed_db.unit_of_work() as session:
             expired = await invitations.expire_due_invitations(session, now=later)
         assert [i.workspace_id for i in expired] == [busy.id]
-        await _ws_rules_hold(committed_db)
+        await rules_hold(committed_db, "WS-")
 
     @pytest.mark.invariant("WS-INV-04", "WS-INV-05", "WS-INV-06")
     @pytest.mark.parametrize("first", ["accept", "sweep", "neither"])
@@ -406,7 +392,7 @@ class TestSweepAgainstRequests:
             finally:
                 other_ran.set()
 
-        accept_outcome, sweep_outcome = await asyncio.gather(_outcome(accept()), _outcome(sweep()))
+        accept_outcome, sweep_outcome = await asyncio.gather(outcome(accept()), outcome(sweep()))
         assert sweep_outcome == "ok"
         async with committed_db.read_only() as session:
             status = (await session.execute(text("SELECT status FROM workspace.invitation WHERE id = :id"),
@@ -414,12 +400,12 @@ class TestSweepAgainstRequests:
             memberships = (await session.execute(text(
                 "SELECT count(*) FROM workspace.membership WHERE workspace_id = :w AND user_id = :u"),
                 {"w": workspace.id, "u": invitee.id})).scalar_one()
-        outcome = (accept_outcome, [i.id for i in swept], status, memberships)
+        seen = (accept_outcome, [i.id for i in swept], status, memberships)
         accepted = ("ok", [], "ACCEPTED", 1)
         expired = (errors.WorkspaceErrorCode.INVITATION_EXPIRED, [invitation.id], "EXPIRED", 0)
-        assert outcome == {"accept": accepted, "sweep": expired}.get(first, outcome)
-        assert outcome in (accepted, expired)
-        await _ws_rules_hold(committed_db)
+        assert seen == {"accept": accepted, "sweep": expired}.get(first, seen)
+        assert seen in (accepted, expired)
+        await rules_hold(committed_db, "WS-")
 
 
 async def _a_backend_waits_for_a_lock(db: Database) -> None:

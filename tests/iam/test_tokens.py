@@ -12,6 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from tests.conftest import TEST_SECRET
+from tests.support.api import bearer
 from tests.support.invariants import assert_invariants_hold
 from tests.support.users import PASSWORD
 
@@ -24,10 +25,6 @@ async def sign_in(client, email: str, password: str = PASSWORD) -> dict:
     response = await client.post(TOKEN, data={"grant_type": "password", "username": email, "password": password})
     assert response.status_code == 200, response.text
     return response.json()
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 class TestPasswordGrant:

@@ -202,7 +202,7 @@ class TestDetectors:
         assert {i.id.split("-")[0] for i in all_invariants("kernel")} == {"KERNEL"}
 
     async def test_the_cli_checks_one_domain(self, database_url):
-        from tests.kernel.test_invariants import run_cli
+        from tests.support.cli import run_cli
 
         result = run_cli("invariants", "check", "--domain", "workspaces", "--database-url", database_url)
         assert result.returncode == 0, result.stdout + result.stderr

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
@@ -15,6 +12,7 @@ from sqlalchemy import text
 from tenet.db import migrate
 from tenet.kernel.invariants import all_invariants, check, markdown
 from tenet.kernel.transitions import STATE_MACHINES
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -118,12 +116,6 @@ def test_state_machine_diagrams_in_docs_are_up_to_date():
         if machine.name.startswith("test."):
             continue
         assert machine.mermaid() in document, f"{machine.name}: run `tenet invariants export`"
-
-
-def run_cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "tenet", *args], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
 
 
 def test_cli_check_is_clean_on_a_migrated_database(scratch_database):

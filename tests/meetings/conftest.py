@@ -1,47 +1,29 @@
-"""Fixtures of the meeting-attendance tests: the routes as calls, people of each role, the MA detectors."""
+"""Fixtures of the meeting-attendance tests: the API client over the meeting routes (tests/support/api.py) and
+people of each role."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
 
-from tenet.db.database import Database
 from tenet.iam.permissions import Role
-from tenet.kernel.invariants import all_invariants, check
-from tenet.kernel.jobs import JobRuntime
 from tenet.kernel.settings import KernelSettings, section
 from tenet.meetings.codes import CheckInCodes
+from tests.support.api import Api
 from tests.support.users import TestUser, UserFactory
 
 BASE = "/api/v1/meeting-attendance"
-MA_RULES = [i for i in all_invariants() if i.id.startswith("MA-")]
 
 
-class MeetingApi:
-    """The meeting routes as calls answering raw httpx responses. Each call signs a fresh token at the frozen
-    clock's time, so tests may move the clock by days."""
+class MeetingApi(Api):
+    """The meeting routes as calls answering raw httpx responses (`call`, `headers` from `Api`; `None` for
+    the anonymous guest routes)."""
 
-    def __init__(self, client: httpx.AsyncClient, app, clock) -> None:
-        self.client = client
-        self.app = app
-        self.clock = clock
-
-    def headers(self, user: TestUser | None, **extra: str) -> dict[str, str]:
-        if user is None:
-            return dict(extra)
-        token = self.app.state.access_tokens.issue(subject=user.id, kind="user", now=self.clock.now())
-        return {"Authorization": f"Bearer {token}", **extra}
-
-    async def call(self, method: str, path: str, user: TestUser | None, *, json: Any = None,
-                   params: dict | None = None, headers: dict | None = None) -> httpx.Response:
-        return await self.client.request(method, BASE + path, json=json, params=params,
-                                         headers=self.headers(user, **(headers or {})))
+    base = BASE
 
     def window(self, *, starts_in: timedelta = timedelta(hours=1), minutes: int = 60) -> dict[str, str]:
         start = self.clock.now() + starts_in
@@ -56,7 +38,7 @@ class MeetingApi:
         assert response.status_code == 201, response.text
         return response.json()
 
-    async def get(self, user: TestUser | None, meeting_id: str) -> httpx.Response:
+    async def meeting(self, user: TestUser | None, meeting_id: str) -> httpx.Response:
         return await self.call("GET", f"/meetings/{meeting_id}", user)
 
     def offline_code(self, meeting_id: str) -> str:
@@ -81,20 +63,6 @@ class MeetingApi:
         return await self.call("POST", f"/public/meetings/{meeting_id}/check-in", None, json=body)
 
 
-def code(response: httpx.Response) -> str:
-    return response.json().get("code", "")
-
-
-async def ma_rules_hold(db: Database, now: datetime | None = None) -> None:
-    """Every MA detector finds nothing, judged at the test's clock when given (tenet.now)."""
-    async with db.read_only() as session:
-        if now is not None:
-            await session.execute(text("SELECT set_config('tenet.now', :now, true)"), {"now": now.isoformat()})
-        violations = await check(await session.connection(), MA_RULES)
-    assert not violations, "invariants violated: " + "; ".join(
-        f"{v.invariant.id} ({v.rows} rows, e.g. {v.sample[:2]}{' ' + v.error if v.error else ''})" for v in violations)
-
-
 @pytest.fixture
 def ma(client: httpx.AsyncClient, app, clock) -> MeetingApi:
     return MeetingApi(client, app, clock)
@@ -113,8 +81,3 @@ async def employee(users: UserFactory) -> TestUser:
 @pytest.fixture
 async def leader(users: UserFactory) -> TestUser:
     return await users.make(roles=[Role.LEADER], display_name="Leo Leader")
-
-
-@pytest.fixture
-def job_runtime(settings, db: Database, clock) -> Iterator[JobRuntime]:
-    yield JobRuntime(db=db, clock=clock, settings=settings)

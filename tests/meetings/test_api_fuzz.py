@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -17,16 +16,12 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tenet.app import create_app
-from tests.conftest import test_settings
 from tests.support import widefuzz
-from tests.support.fuzz import World
+from tests.support.fuzz import World, app_schema
 
 pytestmark = pytest.mark.live_server
 
-schema = schemathesis.openapi.from_dict(create_app(test_settings()).openapi()).include(
-    path_regex=r"^/api/v1/meeting-attendance/"
-)
+schema = app_schema(r"^/api/v1/meeting-attendance/")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from tests.meetings.conftest import code, ma_rules_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ class TestCorrections:
                 "SELECT note FROM meeting_attendance.attendance_corrections WHERE id = :c"),
                 {"c": audit["correctionId"]})).scalar_one()
         assert note == "Scanned for a colleague" and "colleague" not in str(audit)
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-12")
     async def test_excuse_an_absent_attendee_then_they_come_anyway(self, ma, started, manager, leader, db, clock):
@@ -56,7 +57,7 @@ class TestCorrections:
         came = await ma.check_in(leader, started["id"])
         assert came.status_code == 201 and came.json()["status"] == "LATE"
         assert came.json()["attendance_id"] == recorded.json()["id"]
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-10")
     async def test_guests_cannot_be_excused_and_versions_are_checked(self, ma, started, manager, employee):

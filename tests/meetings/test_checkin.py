@@ -12,7 +12,9 @@ from sqlalchemy import text
 from tenet.kernel.settings import Rate
 from tenet.meetings.codes import CheckInCodes
 from tests.conftest import TEST_SECRET
-from tests.meetings.conftest import code, ma_rules_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
+from tests.support.rows import scalar
 
 
 async def _scans(db, meeting_id: str) -> list[tuple[str, str | None]]:
@@ -20,11 +22,6 @@ async def _scans(db, meeting_id: str) -> list[tuple[str, str | None]]:
         rows = await session.execute(text("SELECT outcome, reason FROM meeting_attendance.checkin_scans "
                                           "WHERE meeting_id = :m ORDER BY id"), {"m": meeting_id})
         return [tuple(r) for r in rows]
-
-
-async def _count(db, sql: str, **params) -> int:
-    async with db.read_only() as session:
-        return (await session.execute(text(sql), params)).scalar_one()
 
 
 @pytest.fixture
@@ -49,7 +46,7 @@ class TestUserCheckIn:
         assert again.status_code == 200 and again.json()["attendance_id"] == first.json()["attendance_id"]
         assert again.json()["already_checked_in"] is True
         assert await _scans(db, meeting["id"]) == [("ACCEPTED", None), ("ALREADY_CHECKED_IN", None)]
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-08", "MA-INV-11")
     async def test_window_boundaries_to_the_second(self, ma, meeting, employee, users, clock, db):
@@ -69,7 +66,7 @@ class TestUserCheckIn:
         assert (closed.status_code, code(closed)) == (409, "CHECK_IN_WINDOW_CLOSED")
         assert ("REFUSED", "CHECK_IN_WINDOW_NOT_OPEN") in await _scans(db, meeting["id"])
         assert ("REFUSED", "CHECK_IN_WINDOW_CLOSED") in await _scans(db, meeting["id"])
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-09")
     async def test_late_is_strictly_after_start_plus_grace(self, ma, meeting, employee, users, clock):
@@ -106,8 +103,8 @@ class TestUserCheckIn:
         moved = await ma.call("PATCH", f"/meetings/{meeting['id']}", manager, json={
             "start_time": (start + timedelta(minutes=30)).isoformat()})
         assert moved.status_code == 200
-        assert (await ma.get(employee, meeting["id"])).json()["my_attendance"]["status"] == "PRESENT"
-        await ma_rules_hold(db, clock.now())
+        assert (await ma.meeting(employee, meeting["id"])).json()["my_attendance"]["status"] == "PRESENT"
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-07")
     async def test_one_device_checks_in_one_person(self, ma, meeting, employee, users, clock, db):
@@ -116,9 +113,9 @@ class TestUserCheckIn:
         friend = await users.make()
         refused = await ma.check_in(friend, meeting["id"], device="shared-phone-1")
         assert (refused.status_code, code(refused)) == (409, "DEVICE_ALREADY_USED")
-        assert await _count(db, "SELECT count(*) FROM meeting_attendance.attendances WHERE meeting_id = :m",
+        assert await scalar(db, "SELECT count(*) FROM meeting_attendance.attendances WHERE meeting_id = :m",
                             m=meeting["id"]) == 1
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-08")
     async def test_a_cancelled_meeting_refuses_and_records(self, ma, meeting, manager, employee, clock, db):
@@ -137,9 +134,9 @@ class TestUserCheckIn:
     async def test_a_walk_in_becomes_an_external_attendee(self, ma, meeting, users, clock):
         clock.set(_start(meeting))
         walk_in = await users.make()
-        assert (await ma.get(walk_in, meeting["id"])).status_code == 404
+        assert (await ma.meeting(walk_in, meeting["id"])).status_code == 404
         assert (await ma.check_in(walk_in, meeting["id"])).status_code == 201
-        assert (await ma.get(walk_in, meeting["id"])).json()["my_identity"] == "external"
+        assert (await ma.meeting(walk_in, meeting["id"])).json()["my_identity"] == "external"
 
     async def test_offline_check_in_can_be_turned_off(self, ma, manager, employee, clock):
         meeting = await ma.create_ok(manager, offline_checkin_enabled=False)
@@ -177,7 +174,7 @@ class TestRotatingCode:
         assert (await ma.check_in(people[3], meeting["id"], mode="offline")).status_code == 201
         display = await ma.call("GET", f"/meetings/{meeting['id']}/display-code", manager)
         assert display.json()["url"].endswith("&code=" + codes.code(meeting["id"], now))
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-14")
     async def test_naming_the_offline_mode_needs_the_offline_code(self, ma, manager, users, clock, codes, db):
@@ -205,7 +202,7 @@ class TestRotatingCode:
         assert meeting["qr_code_offline"]["check_in_url"] == address
         display = await ma.call("GET", f"/meetings/{meeting['id']}/display-code", manager, params={"mode": "offline"})
         assert display.json()["url"] == address and display.json()["expires_at"] is None
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     async def test_a_meeting_without_rotation_needs_the_offline_code_too(self, ma, meeting, employee, clock, codes):
         clock.set(_start(meeting))
@@ -238,7 +235,7 @@ class TestGuests:
                                                 "WHERE action = 'GUEST_CHECK_IN'"))).one()
         assert tuple(guest) == ("Gwen Guest", "Gwen@Example.com", "Acme")
         assert audit[0] == "guest" and "Gwen" not in audit[1] and "Example" not in audit[1]
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-06")
     async def test_the_same_guest_is_answered_not_duplicated(self, ma, meeting, clock, db):
@@ -246,7 +243,7 @@ class TestGuests:
         first = await ma.guest_check_in(meeting["id"], email="gwen@example.com", device="laptop-0001")
         again = await ma.guest_check_in(meeting["id"], name="G. Guest", email=" GWEN@example.com", device="phone-0001")
         assert again.status_code == 200 and again.json()["attendance_id"] == first.json()["attendance_id"]
-        assert await _count(db, "SELECT count(*) FROM meeting_attendance.guests WHERE meeting_id = :m",
+        assert await scalar(db, "SELECT count(*) FROM meeting_attendance.guests WHERE meeting_id = :m",
                             m=meeting["id"]) == 1
 
     @pytest.mark.invariant("MA-INV-07", "MA-INV-13")
@@ -255,9 +252,9 @@ class TestGuests:
         assert (await ma.guest_check_in(meeting["id"], name="First", device="browser-0001")).status_code == 201
         refused = await ma.guest_check_in(meeting["id"], name="Second", phone="+1 555 0100", device="browser-0001")
         assert (refused.status_code, code(refused)) == (409, "DEVICE_ALREADY_USED")
-        assert await _count(db, "SELECT count(*) FROM meeting_attendance.guests WHERE meeting_id = :m",
+        assert await scalar(db, "SELECT count(*) FROM meeting_attendance.guests WHERE meeting_id = :m",
                             m=meeting["id"]) == 1
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     async def test_bad_guest_input_is_refused(self, ma, meeting, clock):
         clock.set(_start(meeting))
@@ -286,7 +283,7 @@ class TestGuests:
         for meeting_id in ["0" * 32, "1" * 16, meeting["id"]]:
             response = await ma.guest_check_in(meeting_id)
             assert (response.status_code, code(response)) == (404, "MEETING_NOT_FOUND")
-        assert await _count(db, "SELECT count(*) FROM kernel.rate_limit_counter "
+        assert await scalar(db, "SELECT count(*) FROM kernel.rate_limit_counter "
                                 "WHERE bucket LIKE 'ma.guest-checkin:%'") == 0
         assert await _scans(db, meeting["id"]) == []
 

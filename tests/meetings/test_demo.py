@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
-import sys
-
 import psycopg
 
-from tenet.db import migrate
-from tenet.demo import load_demo
-from tests.conftest import test_settings
+from tests.support.cli import demo_loaded_twice, run_cli
 
 
 def test_demo_meetings_are_created_once_and_keep_every_rule(scratch_database, tmp_path):
-    url = scratch_database("ma_demo")
-    migrate.upgrade(url)
-    settings = test_settings(data_dir=tmp_path)
-    first = asyncio.run(load_demo(settings, url))
-    second = asyncio.run(load_demo(settings, url))
+    url, first, second = demo_loaded_twice(scratch_database, tmp_path, "ma_demo")
     assert any(line.startswith("created meetings 'Demo: all-hands'") for line in first)
     assert "kept meeting demo data ('Demo: all-hands')" in second
     with psycopg.connect(url) as connection:
@@ -32,6 +22,5 @@ def test_demo_meetings_are_created_once_and_keep_every_rule(scratch_database, tm
             "(SELECT count(*) FROM meeting_attendance.meeting_agenda_item_upload_tasks)").fetchone()
     assert meetings == 8 and guests == 1 and tuple(agenda) == (2, 3, 1)
     assert statuses["EXCUSED"] == 1 and statuses.get("PRESENT", 0) + statuses.get("LATE", 0) >= 4
-    result = subprocess.run([sys.executable, "-m", "tenet", "invariants", "check", "--database-url", url],
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = run_cli("invariants", "check", "--database-url", url)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -6,17 +6,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from sqlalchemy import text
 
 from tenet.iam.permissions import Role
 from tenet.kernel.jobs import run_now
 from tenet.meetings import tasks
-from tests.meetings.conftest import ma_rules_hold
-
-
-async def _rows(db, sql: str, **params):
-    async with db.read_only() as session:
-        return (await session.execute(text(sql), params)).all()
+from tests.support.invariants import rules_hold
+from tests.support.rows import rows
 
 
 @pytest.mark.invariant("MA-INV-19")
@@ -34,14 +29,14 @@ async def test_a_deleted_account_leaves_future_lists_and_keeps_its_history(ma, m
     admin = await users.admin()
     deleted = await client.delete(f"/api/v1/iam/users/{employee.id}", headers=admin.headers)
     assert deleted.status_code == 204, deleted.text
-    assert (await ma.get(manager, future["id"])).json()["required_attendee_count"] == 0
-    assert (await ma.get(manager, past["id"])).json()["required_attendee_count"] == 1
+    assert (await ma.meeting(manager, future["id"])).json()["required_attendee_count"] == 0
+    assert (await ma.meeting(manager, past["id"])).json()["required_attendee_count"] == 1
     assert (await ma.call("GET", f"/series/{series.json()['series']['id']}", manager)).json()[
         "required_attendee_ids"] == []
     assert (await ma.call("GET", f"/templates/{template.json()['id']}", manager)).json()["attendee_user_ids"] == []
     report = (await ma.call("GET", f"/reports/meetings/{past['id']}", manager)).json()
     assert (report["expected"], report["present"]) == (1, 1)
-    await ma_rules_hold(db, clock.now())
+    await rules_hold(db, "MA-", now=clock.now())
 
 
 async def test_meeting_role_changes_are_audited_in_the_meeting_log(ma, manager, employee, users, client):
@@ -71,16 +66,16 @@ async def test_guest_data_is_erased_after_retention_and_counts_stay(ma, manager,
     ended = datetime.fromisoformat(meeting["end_time"])
     clock.set(ended + timedelta(days=90) - timedelta(seconds=1))
     assert await run_now(tasks.erase_guest_data, job_runtime, timestamp=0) == {"guests": 0}
-    await ma_rules_hold(db, clock.now())
+    await rules_hold(db, "MA-", now=clock.now())
     clock.set(ended + timedelta(days=90, seconds=1))
     assert await run_now(tasks.erase_guest_data, job_runtime, timestamp=0) == {"guests": 1}
-    (row,) = await _rows(db, "SELECT name, email, identity_digest, erased_at FROM meeting_attendance.guests")
+    (row,) = await rows(db, "SELECT name, email, identity_digest, erased_at FROM meeting_attendance.guests")
     assert (row.name, row.email, row.identity_digest) == (None, None, None) and row.erased_at is not None
-    assert await _rows(db, "SELECT device_id FROM meeting_attendance.attendances") == [(None,)]
-    assert await _rows(db, "SELECT note FROM meeting_attendance.attendance_corrections") == [(None,)]
+    assert await rows(db, "SELECT device_id FROM meeting_attendance.attendances") == [(None,)]
+    assert await rows(db, "SELECT note FROM meeting_attendance.attendance_corrections") == [(None,)]
     report = (await ma.call("GET", f"/reports/meetings/{meeting['id']}", manager)).json()
     assert report["guests"] == 1 and report["rows"][0]["display_name"] is None
     assert await run_now(tasks.erase_guest_data, job_runtime, timestamp=0) == {"guests": 0}
     log = (await ma.call("GET", "/audit-logs", manager, params={"action": "GUEST_DATA_ERASED"})).json()["items"]
     assert log[0]["changes"]["after"] == {"guests": 1}
-    await ma_rules_hold(db, clock.now())
+    await rules_hold(db, "MA-", now=clock.now())

@@ -14,7 +14,8 @@ import segno
 from sqlalchemy import text
 
 from tenet.iam.permissions import Role
-from tests.meetings.conftest import code, ma_rules_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 
 def png_modules(png: bytes, *, scale: int = 10, border: int = 4) -> list[list[int]]:
@@ -72,7 +73,7 @@ class TestCreate:
         assert meeting["qr_code_offline"]["check_in_url"] == (
             f"http://127.0.0.1:8000/meetingattendance/check-in/{meeting['id']}?mode=offline"
             f"&code={ma.offline_code(meeting['id'])}")
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-15")
     async def test_the_png_code_encodes_exactly_the_check_in_address(self, ma, manager):
@@ -167,11 +168,11 @@ class TestVisibility:
     async def test_attendees_see_their_meeting_and_outsiders_get_404(self, ma, manager, employee, users):
         outsider = await users.make()
         meeting = await ma.create_ok(manager, required_attendee_ids=[str(employee.id)])
-        mine = await ma.get(employee, meeting["id"])
+        mine = await ma.meeting(employee, meeting["id"])
         assert mine.status_code == 200 and mine.json()["my_identity"] == "attendee"
         assert mine.json()["attendance_summary"] is None and mine.json()["qr_code_online"] is None
-        assert (await ma.get(outsider, meeting["id"])).status_code == 404
-        assert (await ma.get(None, meeting["id"])).status_code == 401
+        assert (await ma.meeting(outsider, meeting["id"])).status_code == 404
+        assert (await ma.meeting(None, meeting["id"])).status_code == 401
         codes_for_attendee = await ma.call("GET", f"/meetings/{meeting['id']}/qrcode", employee)
         assert (codes_for_attendee.status_code, code(codes_for_attendee)) == (403, "MEETING_ACTION_FORBIDDEN")
 
@@ -184,7 +185,7 @@ class TestVisibility:
         walk_in = await users.make()
         assert (await ma.check_in(walk_in, meeting["id"])).status_code == 201
         await ma.call("POST", f"/meetings/{meeting['id']}/cancel", manager, json={"reason": "Reorganisation"})
-        seen = await ma.get(walk_in, meeting["id"])
+        seen = await ma.meeting(walk_in, meeting["id"])
         assert seen.status_code == 200
         public = (await ma.call("GET", f"/public/meetings/{meeting['id']}", None)).json()
         assert seen.json() == {**public, "view": "restricted", "my_identity": "external",
@@ -194,7 +195,7 @@ class TestVisibility:
             assert private not in seen.text
         listed = (await ma.call("GET", "/meetings", walk_in)).json()["items"]
         assert [(m["id"], m["organizer_id"], m["my_identity"]) for m in listed] == [(meeting["id"], None, "external")]
-        attendee = (await ma.get(employee, meeting["id"])).json()
+        attendee = (await ma.meeting(employee, meeting["id"])).json()
         assert attendee["description"] == "Board only" and attendee["organizer"]["display_name"] == "Mina Manager"
         assert "view" not in attendee
         answers = app.openapi()["paths"]["/api/v1/meeting-attendance/meetings/{meeting_id}"]["get"]["responses"]
@@ -204,11 +205,11 @@ class TestVisibility:
     @pytest.mark.invariant("MA-INV-01")
     async def test_a_malformed_id_is_404(self, ma, manager):
         for meeting_id in ("1001", "x" * 33, "../etc", "%2e%2e"):
-            assert (await ma.get(manager, meeting_id)).status_code == 404
+            assert (await ma.meeting(manager, meeting_id)).status_code == 404
 
     async def test_the_organizer_sees_the_codes(self, ma, manager, leader):
         meeting = await ma.create_ok(manager, organizer_id=str(leader.id))
-        seen = await ma.get(leader, meeting["id"])
+        seen = await ma.meeting(leader, meeting["id"])
         assert seen.json()["my_identity"] == "organizer" and seen.json()["qr_code_offline"] is not None
         display = await ma.call("GET", f"/meetings/{meeting['id']}/display-code", leader, params={"mode": "offline"})
         assert display.status_code == 200
@@ -241,7 +242,7 @@ class TestChanges:
                                  (start + timedelta(minutes=59, seconds=59), "IN_PROGRESS"),
                                  (start + timedelta(hours=1), "COMPLETED")]:
             clock.set(moment)
-            assert (await ma.get(manager, meeting["id"])).json()["status"] == expected
+            assert (await ma.meeting(manager, meeting["id"])).json()["status"] == expected
 
     async def test_update_with_if_match(self, ma, manager):
         meeting = await ma.create_ok(manager)
@@ -263,9 +264,9 @@ class TestChanges:
         edit = await ma.call("PATCH", f"/meetings/{meeting['id']}", manager, json={"title": "x"})
         assert (edit.status_code, code(edit)) == (409, "MEETING_CANCELLED")
         assert (await ma.call("DELETE", f"/meetings/{meeting['id']}", manager)).status_code == 204
-        assert (await ma.get(manager, meeting["id"])).status_code == 404
+        assert (await ma.meeting(manager, meeting["id"])).status_code == 404
         assert (await ma.call("DELETE", f"/meetings/{meeting['id']}", manager)).status_code == 404
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     @pytest.mark.invariant("MA-INV-04")
     async def test_required_attendees_are_replaced(self, ma, manager, employee, leader, users):
@@ -277,7 +278,7 @@ class TestChanges:
                                    "removed": [str(employee.id)]}
         listed = await ma.call("GET", f"/meetings/{meeting['id']}/required-attendees", manager)
         assert [a["user_id"] for a in listed.json()["items"]] == [str(leader.id)]
-        assert (await ma.get(employee, meeting["id"])).status_code == 404
+        assert (await ma.meeting(employee, meeting["id"])).status_code == 404
 
     async def test_regenerated_codes_follow_the_public_base_url(self, ma, manager, app, db):
         meeting = await ma.create_ok(manager)

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import openpyxl
 import pytest
 
-from tests.meetings.conftest import code
+from tests.support.outcomes import code
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

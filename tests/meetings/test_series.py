@@ -9,8 +9,9 @@ import pytest
 from dateutil import rrule as dateutil_rrule
 from sqlalchemy import text
 
-from tests.meetings.conftest import code, ma_rules_hold
+from tests.support.invariants import rules_hold
 from tests.support.loop import answered_while_paused, pausing
+from tests.support.outcomes import code
 from tests.support.recurrence import ONE_BOUNDED_WALK, counting_dateutil_periods
 
 # Frozen clock of these tests: Monday 23 February 2026, 12:00 UTC.
@@ -39,9 +40,9 @@ class TestGeneration:
         assert starts == ["2026-03-02T17:00:00Z", "2026-03-09T16:00:00Z", "2026-03-16T16:00:00Z",
                           "2026-03-23T16:00:00Z"]
         assert len(made["created_meeting_ids"]) == 4
-        first = await ma.get(employee, made["created_meeting_ids"][0])
+        first = await ma.meeting(employee, made["created_meeting_ids"][0])
         assert first.json()["series_occurrence_date"] == "2026-03-02" and first.json()["my_identity"] == "attendee"
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     async def test_a_time_in_the_spring_forward_gap_moves_forward(self, ma, manager):
         made = await _series(ma, manager, start_date="2026-03-07", start_local_time="02:30",
@@ -155,7 +156,7 @@ class TestChanges:
         pattern = await ma.call("PATCH", f"/series/{made['series']['id']}", manager,
                                 json={"rrule": "FREQ=DAILY;COUNT=2"})
         assert (pattern.status_code, code(pattern)) == (422, "RECURRENCE_CHANGE_UNSUPPORTED")
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     async def test_series_edits_skip_occurrences_edited_alone(self, ma, manager, employee, leader):
         made = await _series(ma, manager, required_attendee_ids=[str(employee.id)])
@@ -164,11 +165,11 @@ class TestChanges:
         changed = await ma.call("PATCH", f"/series/{made['series']['id']}", manager, json={
             "title": "Renamed weekly", "required_attendee_ids": [str(leader.id)]})
         assert changed.status_code == 200 and alone not in changed.json()["updated_meeting_ids"]
-        assert (await ma.get(manager, alone)).json()["title"] == "Special"
+        assert (await ma.meeting(manager, alone)).json()["title"] == "Special"
         other = made["created_meeting_ids"][1]
-        assert (await ma.get(manager, other)).json()["title"] == "Renamed weekly"
-        assert (await ma.get(leader, other)).status_code == 200
-        assert (await ma.get(employee, other)).status_code == 404
+        assert (await ma.meeting(manager, other)).json()["title"] == "Renamed weekly"
+        assert (await ma.meeting(leader, other)).status_code == 200
+        assert (await ma.meeting(employee, other)).status_code == 404
 
     async def test_reschedule_from_an_occurrence_on(self, ma, manager):
         made = await _series(ma, manager)
@@ -176,12 +177,12 @@ class TestChanges:
         shifted = await ma.call("POST", f"/series/{made['series']['id']}/reschedule", manager,
                                 json={"from_meeting_id": ids[2], "shift_minutes": 30})
         assert shifted.status_code == 200 and shifted.json()["moved"] == ids[2:]
-        assert (await ma.get(manager, ids[1])).json()["start_time_local"] == "2026-03-09T09:00:00-07:00"
-        assert (await ma.get(manager, ids[3])).json()["start_time_local"] == "2026-03-23T09:30:00-07:00"
+        assert (await ma.meeting(manager, ids[1])).json()["start_time_local"] == "2026-03-09T09:00:00-07:00"
+        assert (await ma.meeting(manager, ids[3])).json()["start_time_local"] == "2026-03-23T09:30:00-07:00"
         new_time = await ma.call("POST", f"/series/{made['series']['id']}/reschedule", manager,
                                  json={"from_meeting_id": ids[0], "start_local_time": "14:00", "duration_minutes": 45})
         assert new_time.json()["moved"] == ids
-        first = (await ma.get(manager, ids[0])).json()
+        first = (await ma.meeting(manager, ids[0])).json()
         assert first["start_time_local"] == "2026-03-02T14:00:00-08:00"
         assert first["end_time_local"] == "2026-03-02T14:45:00-08:00"
 
@@ -198,9 +199,9 @@ class TestChanges:
         ids = made["created_meeting_ids"]
         clock.set(datetime(2026, 3, 9, 16, 30, tzinfo=UTC))  # the second occurrence is in progress
         assert (await ma.call("DELETE", f"/series/{made['series']['id']}", manager)).status_code == 204
-        assert [(await ma.get(manager, i)).status_code for i in ids] == [200, 200, 404, 404]
+        assert [(await ma.meeting(manager, i)).status_code for i in ids] == [200, 200, 404, 404]
         assert (await ma.call("GET", f"/series/{made['series']['id']}", manager)).status_code == 404
-        await ma_rules_hold(db, clock.now())
+        await rules_hold(db, "MA-", now=clock.now())
 
     async def test_leaders_see_only_series_they_organize(self, ma, manager, leader, employee):
         mine = await _series(ma, manager, organizer_id=str(leader.id))
@@ -259,5 +260,5 @@ async def test_a_series_reschedule_recomputes_lateness(ma, manager, employee, cl
     moved = await ma.call("POST", f"/series/{made['series']['id']}/reschedule", manager,
                           json={"from_meeting_id": first, "shift_minutes": -30})
     assert moved.status_code == 200
-    assert (await ma.get(employee, first)).json()["my_attendance"]["status"] == "LATE"
-    await ma_rules_hold(db, clock.now())
+    assert (await ma.meeting(employee, first)).json()["my_attendance"]["status"] == "LATE"
+    await rules_hold(db, "MA-", now=clock.now())

@@ -10,7 +10,7 @@ import pytest
 
 from tenet.meetings.codes import CheckInCodes
 from tests.conftest import TEST_SECRET
-from tests.meetings.conftest import code
+from tests.support.outcomes import code
 
 
 @pytest.mark.invariant("MA-INV-14")

@@ -7,41 +7,33 @@ Files live on a real local store in a temp directory (restore checks the file is
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
 from tenet.iam.principal import Principal
 from tenet.kernel.audit import Actor
-from tenet.kernel.clock import FrozenClock
-from tenet.kernel.errors import DomainError
-from tenet.kernel.invariants import all_invariants, check
 from tenet.meetings import service as meetings_service
 from tenet.meetings.agenda import attachments, service, storage
 from tenet.meetings.permissions import POINTS
-from tests.support.statemachine import run_machine
+from tests.support.statemachine import DatabaseMachine, run_machine
 
 # Long by design (tens of command sequences against a real database, each checked by every detector): about
 # 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
 pytestmark = pytest.mark.timeout(900)
 
 PEOPLE = 3
-MA_RULES = [i for i in all_invariants() if i.id.startswith("MA-")]
 INDEX = st.integers(min_value=0, max_value=63)
 OUTCOMES: Counter[str] = Counter()
 DENSE = ("meeting_attendance.meeting_agenda_sections_order_dense, "
@@ -53,16 +45,11 @@ def principal(user_id: uuid.UUID, role: str) -> Principal:
                      permissions=frozenset(p.name for p in POINTS if role in p.granted_to))
 
 
-class AgendaCommands(RuleBasedStateMachine):
-    loop: asyncio.AbstractEventLoop
-    engine: AsyncEngine
+class AgendaCommands(DatabaseMachine):
+    outcomes = OUTCOMES
 
     def __init__(self) -> None:
         super().__init__()
-        self.connection = self.run(self.engine.connect())
-        self.transaction = self.run(self.connection.begin())
-        self.db = Database(self.engine, bind=self.connection)
-        self.clock = FrozenClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
         self.directory = tempfile.TemporaryDirectory()
         self.store = storage.LocalDiskStorage(Path(self.directory.name))
         self.manager, self.people = self.run(self._make_people())
@@ -71,9 +58,6 @@ class AgendaCommands(RuleBasedStateMachine):
         self.items: list[uuid.UUID] = []
         self.tasks: list[uuid.UUID] = []
         self.files: list[tuple[str, uuid.UUID]] = []
-
-    def run(self, awaitable: Awaitable[Any]) -> Any:
-        return self.loop.run_until_complete(awaitable)
 
     async def _make_people(self) -> tuple[Principal, list[Principal]]:
         passwords = Passwords(time_cost=1, memory_kib=1024)
@@ -88,25 +72,8 @@ class AgendaCommands(RuleBasedStateMachine):
         return principal(manager.id, "MeetingManager"), [principal(p.id, "Employee") for p in people]
 
     def teardown(self) -> None:
-        self.run(self.transaction.rollback())
-        self.run(self.connection.close())
+        super().teardown()
         self.directory.cleanup()
-
-    def command(self, body: Callable[[Any], Awaitable[Any]]) -> Any:
-        async def go() -> Any:
-            async with self.db.unit_of_work() as session:
-                return await body(session)
-
-        try:
-            result = self.run(go())
-        except DomainError as exc:
-            OUTCOMES[str(exc.code)] += 1
-            return None
-        OUTCOMES["ok"] += 1
-        return result
-
-    def pick(self, items: list[Any], index: int) -> Any:
-        return items[index % len(items)]
 
     def who(self, index: int) -> Principal:
         return self.manager if index % (PEOPLE + 1) == PEOPLE else self.people[index % (PEOPLE + 1)]
@@ -300,9 +267,7 @@ class AgendaCommands(RuleBasedStateMachine):
             # The order triggers are deferred to COMMIT, which this outer transaction never reaches: fire them now.
             await self.connection.execute(text(f"SET CONSTRAINTS {DENSE} IMMEDIATE"))
             await self.connection.execute(text(f"SET CONSTRAINTS {DENSE} DEFERRED"))
-            await self.connection.execute(text("SELECT set_config('tenet.now', :now, true)"),
-                                          {"now": self.clock.now().isoformat()})
-            return await check(self.connection, MA_RULES)
+            return await self.detected("MA-", now=self.clock.now())
 
         violations = self.run(detect())
         assert not violations, [(v.invariant.id, v.sample, v.error) for v in violations]

@@ -8,30 +8,23 @@ Each example runs inside one outer transaction on one connection (every unit of 
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
 from tenet.kernel.audit import Actor
-from tenet.kernel.clock import FrozenClock
-from tenet.kernel.errors import DomainError
-from tenet.kernel.invariants import all_invariants, check
 from tenet.meetings import attendances, checkin, retention, series, service
 from tenet.meetings.codes import CheckInCodes
 from tests.conftest import TEST_SECRET
-from tests.support.statemachine import run_machine
+from tests.support.statemachine import DatabaseMachine, run_machine
 
 # Long by design (tens of command sequences against a real database, each checked by every detector): about
 # 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
@@ -40,31 +33,23 @@ pytestmark = pytest.mark.timeout(900)
 PEOPLE = 4
 DEVICES = [f"device-{i:04d}" for i in range(3)]
 GUESTS = [("Ann", "ann@example.com"), ("Bob", None), ("ANN", "Ann@Example.com")]
-MA_RULES = [i for i in all_invariants() if i.id.startswith("MA-")]
 CODES = CheckInCodes(TEST_SECRET, 30)
 POLICY = service.MeetingPolicy(default_timezone="America/Los_Angeles")
 INDEX = st.integers(min_value=0, max_value=63)
 OUTCOMES: Counter[str] = Counter()
 
 
-class MeetingCommands(RuleBasedStateMachine):
-    loop: asyncio.AbstractEventLoop
-    engine: AsyncEngine
+class MeetingCommands(DatabaseMachine):
+    outcomes = OUTCOMES
+        # Near the spring-forward change of Los Angeles, so clock moves cross it.
+    start = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
 
     def __init__(self) -> None:
         super().__init__()
-        self.connection = self.run(self.engine.connect())
-        self.transaction = self.run(self.connection.begin())
-        self.db = Database(self.engine, bind=self.connection)
-        # Near the spring-forward change of Los Angeles, so clock moves cross it.
-        self.clock = FrozenClock(datetime(2026, 3, 7, 18, 0, tzinfo=UTC))
         self.manager, self.people = self.run(self._make_people())
         self.meetings: list[str] = []
         self.series: list[Any] = []
         self.attendances: list[Any] = []
-
-    def run(self, awaitable: Awaitable[Any]) -> Any:
-        return self.loop.run_until_complete(awaitable)
 
     async def _make_people(self) -> tuple[Any, list[Any]]:
         passwords = Passwords(time_cost=1, memory_kib=1024)
@@ -77,26 +62,6 @@ class MeetingCommands(RuleBasedStateMachine):
                 display_name=f"Person {i}", now=self.clock.now(), actor=Actor.system(), roles=[Role.EMPLOYEE])
                 for i in range(PEOPLE)]
         return manager, people
-
-    def teardown(self) -> None:
-        self.run(self.transaction.rollback())
-        self.run(self.connection.close())
-
-    def command(self, body: Callable[[Any], Awaitable[Any]]) -> Any:
-        async def go() -> Any:
-            async with self.db.unit_of_work() as session:
-                return await body(session)
-
-        try:
-            result = self.run(go())
-        except DomainError as exc:
-            OUTCOMES[str(exc.code)] += 1
-            return None
-        OUTCOMES["ok"] += 1
-        return result
-
-    def pick(self, items: list[Any], index: int) -> Any:
-        return items[index % len(items)]
 
     # --- meetings -----------------------------------------------------------------------------------
 
@@ -258,9 +223,7 @@ class MeetingCommands(RuleBasedStateMachine):
     @invariant()
     def every_meeting_rule_holds(self) -> None:
         async def detect():
-            await self.connection.execute(text("SELECT set_config('tenet.now', :now, true)"),
-                                          {"now": self.clock.now().isoformat()})
-            return await check(self.connection, MA_RULES)
+            return await self.detected("MA-", now=self.clock.now())
 
         violations = self.run(detect())
         assert not violations, [(v.invariant.id, v.sample, v.error) for v in violations]

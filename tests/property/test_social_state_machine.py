@@ -10,28 +10,21 @@ connection (every unit of work a SAVEPOINT), rolled back at teardown.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
 from tenet.kernel.audit import Actor
-from tenet.kernel.clock import FrozenClock
-from tenet.kernel.errors import DomainError
-from tenet.kernel.invariants import all_invariants, check
 from tenet.social import automations, friends, groups, inbox, items, queries, todos
-from tests.support.statemachine import run_machine
+from tests.support.statemachine import DatabaseMachine, run_machine
 
 # Long by design (tens of command sequences against a real database, each checked by every detector): about
 # 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
@@ -45,22 +38,16 @@ INVOLVED = """SELECT owner_id FROM social.schedule_items WHERE id = :k
                           AND subject_type = 'user'
               UNION ALL SELECT m.user_id FROM social.schedule_subscriptions s JOIN social.group_members m
                           ON m.group_id = s.subscriber_id WHERE s.item_id = :k AND m.status <> 'removed'"""
-SOC_RULES = [i for i in all_invariants() if i.id.startswith("SOC-")]
 INDEX = st.integers(min_value=0, max_value=63)
 OUTCOMES: Counter[str] = Counter()
 ROLE_BITS = {"creator": 7, "admin": 3, "member": 1}
 
 
-class SocialCommands(RuleBasedStateMachine):
-    loop: asyncio.AbstractEventLoop
-    engine: AsyncEngine
+class SocialCommands(DatabaseMachine):
+    outcomes = OUTCOMES
 
     def __init__(self) -> None:
         super().__init__()
-        self.connection = self.run(self.engine.connect())
-        self.transaction = self.run(self.connection.begin())
-        self.db = Database(self.engine, bind=self.connection)
-        self.clock = FrozenClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
         self.people = self.run(self._make_people())
         self.friendships: list[Any] = []
         self.groups: list[Any] = []
@@ -68,9 +55,6 @@ class SocialCommands(RuleBasedStateMachine):
         self.subscriptions: list[tuple[Any, Any]] = []
         self.todos: list[Any] = []
         self.jobs: list[Any] = []
-
-    def run(self, awaitable: Awaitable[Any]) -> Any:
-        return self.loop.run_until_complete(awaitable)
 
     async def _make_people(self) -> list[Any]:
         passwords = Passwords(time_cost=1, memory_kib=1024)
@@ -82,29 +66,8 @@ class SocialCommands(RuleBasedStateMachine):
                     display_name=f"P{index}", now=self.clock.now(), actor=Actor.system(), roles=[Role.EMPLOYEE]))
         return made
 
-    def teardown(self) -> None:
-        self.run(self.transaction.rollback())
-        self.run(self.connection.close())
-
-    def command(self, body: Callable[[Any], Awaitable[Any]]) -> Any:
-        async def go() -> Any:
-            async with self.db.unit_of_work() as session:
-                return await body(session)
-
-        try:
-            result = self.run(go())
-        except DomainError as exc:
-            OUTCOMES[str(exc.code)] += 1
-            return None
-        OUTCOMES["ok"] += 1
-        return result
-
     def person(self, index: int) -> Any:
         return self.people[index % PEOPLE]
-
-    @staticmethod
-    def pick(values: list[Any], index: int) -> Any:
-        return values[index % len(values)]
 
     def insider(self, sql: str, key: Any, who: int) -> Any:
         """Mostly someone involved (a current member, the owner or a subscriber), so commands get past the 404s;
@@ -337,7 +300,7 @@ class SocialCommands(RuleBasedStateMachine):
 
     @invariant()
     def every_social_rule_holds(self) -> None:
-        violations = self.run(check(self.connection, SOC_RULES))
+        violations = self.run(self.detected("SOC-"))
         assert not violations, [(v.invariant.id, v.sample) for v in violations]
 
     @invariant()

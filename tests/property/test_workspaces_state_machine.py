@@ -9,29 +9,22 @@ in the `db` fixture), rolled back at teardown.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.passwords import Passwords
 from tenet.iam.permissions import Role
 from tenet.kernel.audit import Actor
-from tenet.kernel.clock import FrozenClock
-from tenet.kernel.errors import DomainError
-from tenet.kernel.invariants import all_invariants, check
 from tenet.workspaces import invitations, members, workspaces
 from tenet.workspaces.permissions import InvitationRole, WorkspaceRole
-from tests.support.statemachine import run_machine
+from tests.support.statemachine import DatabaseMachine, run_machine
 
 # Long by design (tens of command sequences against a real database, each checked by every detector): about
 # 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
@@ -40,23 +33,17 @@ pytestmark = pytest.mark.timeout(900)
 PEOPLE = 4
 OUTSIDER = "Nobody.Registered@Example.com"
 POLICY = invitations.InvitationPolicy(ttl=timedelta(days=7), daily_limit=6, public_base_url="http://tenet.test")
-WS_RULES = [i for i in all_invariants() if i.id.startswith("WS-")]
 INDEX = st.integers(min_value=0, max_value=63)
 
 # Outcomes of the steps ("ok" or the refusal's code), summed over all examples: shows what the run explored.
 OUTCOMES: Counter[str] = Counter()
 
 
-class WorkspaceCommands(RuleBasedStateMachine):
-    loop: asyncio.AbstractEventLoop
-    engine: AsyncEngine
+class WorkspaceCommands(DatabaseMachine):
+    outcomes = OUTCOMES
 
     def __init__(self) -> None:
         super().__init__()
-        self.connection = self.run(self.engine.connect())
-        self.transaction = self.run(self.connection.begin())
-        self.db = Database(self.engine, bind=self.connection)
-        self.clock = FrozenClock(datetime(2026, 3, 2, 9, 0, tzinfo=UTC))
         self.people = self.run(self._make_people())
         self.workspaces: list[Any] = []
         self.invitations: list[Any] = []
@@ -64,9 +51,6 @@ class WorkspaceCommands(RuleBasedStateMachine):
         self.invitee_of: dict[str, int | None] = {}  # token -> index of the invited person (None: outsider)
         self.workspace_of: dict[Any, Any] = {}  # invitation id -> workspace id
         self.invited: dict[Any, int | None] = {}  # invitation id -> index of the invited person
-
-    def run(self, awaitable: Awaitable[Any]) -> Any:
-        return self.loop.run_until_complete(awaitable)
 
     async def _make_people(self) -> list[Any]:
         passwords = Passwords(time_cost=1, memory_kib=1024)
@@ -77,25 +61,6 @@ class WorkspaceCommands(RuleBasedStateMachine):
                     session, passwords=passwords, email=f"Person{index}@Example.com", password="a-long-password-1",
                     display_name=f"Person {index}", now=self.clock.now(), actor=Actor.system(), roles=[Role.EMPLOYEE]))
         return people
-
-    def teardown(self) -> None:
-        self.run(self.transaction.rollback())
-        self.run(self.connection.close())
-
-    def command(self, body: Callable[[Any], Awaitable[Any]]) -> Any:
-        """One unit of work; a DomainError is an allowed answer, anything else fails the run."""
-
-        async def go() -> Any:
-            async with self.db.unit_of_work() as session:
-                return await body(session)
-
-        try:
-            result = self.run(go())
-        except DomainError as exc:
-            OUTCOMES[str(exc.code)] += 1
-            return None
-        OUTCOMES["ok"] += 1
-        return result
 
     def person(self, index: int) -> Any:
         return self.people[index % PEOPLE]
@@ -114,9 +79,6 @@ class WorkspaceCommands(RuleBasedStateMachine):
             return list((await session.execute(text(
                 "SELECT user_id FROM workspace.membership WHERE workspace_id = :w AND status = 'ACTIVE' "
                 "ORDER BY joined_at, id"), {"w": workspace_id})).scalars())
-
-    def pick(self, items: list[Any], index: int) -> Any:
-        return items[index % len(items)]
 
     # --- workspaces ---------------------------------------------------------------------------------
 
@@ -240,7 +202,7 @@ class WorkspaceCommands(RuleBasedStateMachine):
 
     @invariant()
     def every_workspace_rule_holds(self) -> None:
-        violations = self.run(check(self.connection, WS_RULES))
+        violations = self.run(self.detected("WS-"))
         assert not violations, [(v.invariant.id, v.sample) for v in violations]
 
 

@@ -1,49 +1,22 @@
-"""Fixtures of the social tests: an HTTP helper over /api/v1/social and the SOC detectors."""
+"""Fixtures of the social tests: the API client over /api/v1/social (tests/support/api.py) and its people."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from tests.support.invariants import assert_invariants_hold
+from tests.support.api import Api
 from tests.support.users import TestUser, UserFactory
-
-from tenet.db.database import Database
-from tenet.kernel.jobs import JobRuntime
 
 BASE = "/api/v1/social"
 
 
-class SocialApi:
-    """Each call signs a fresh access token at the frozen clock's time (tests may jump days ahead)."""
+class SocialApi(Api):
+    """The social routes as calls (`get`, `post`, `patch`, `delete`, `ok` from `Api`) and the compound steps a
+    scene is built from."""
 
-    def __init__(self, client: httpx.AsyncClient, app, clock) -> None:
-        self.client = client
-        self.app = app
-        self.clock = clock
-
-    def headers(self, user: TestUser) -> dict[str, str]:
-        token = self.app.state.access_tokens.issue(subject=user.id, kind="user", now=self.clock.now())
-        return {"Authorization": f"Bearer {token}"}
-
-    async def get(self, user: TestUser, path: str, **params: Any) -> httpx.Response:
-        return await self.client.get(BASE + path, params=params, headers=self.headers(user))
-
-    async def post(self, user: TestUser, path: str, body: Any = None) -> httpx.Response:
-        return await self.client.post(BASE + path, json=body, headers=self.headers(user))
-
-    async def patch(self, user: TestUser, path: str, body: Any, **headers: str) -> httpx.Response:
-        return await self.client.patch(BASE + path, json=body, headers={**self.headers(user), **headers})
-
-    async def delete(self, user: TestUser, path: str) -> httpx.Response:
-        return await self.client.delete(BASE + path, headers=self.headers(user))
-
-    async def ok(self, response_awaitable, status: int = 200) -> Any:
-        response = await response_awaitable
-        assert response.status_code == status, response.text
-        return response.json() if response.content else None
+    base = BASE
 
     # --- compound steps --------------------------------------------------------------------------------
 
@@ -86,15 +59,6 @@ class SocialApi:
         return found[0]
 
 
-def code(response: httpx.Response) -> str:
-    return response.json().get("code", "")
-
-
-async def soc_invariants_hold(db: Database) -> None:
-    async with db.read_only() as session:
-        await assert_invariants_hold(session, prefix="SOC-")
-
-
 @pytest.fixture
 def api(client: httpx.AsyncClient, app, clock) -> SocialApi:
     return SocialApi(client, app, clock)
@@ -113,8 +77,3 @@ async def bob(users: UserFactory) -> TestUser:
 @pytest.fixture
 async def cid(users: UserFactory) -> TestUser:
     return await users.make(display_name="Cid")
-
-
-@pytest.fixture
-def job_runtime(settings, db: Database, clock) -> Iterator[JobRuntime]:
-    yield JobRuntime(db=db, clock=clock, settings=settings)

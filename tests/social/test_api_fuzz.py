@@ -11,7 +11,6 @@ import random
 
 import httpx
 import pytest
-import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -19,16 +18,12 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from tests.conftest import test_settings
 from tests.support import widefuzz
-from tests.support.fuzz import World
-
-from tenet.app import create_app
+from tests.support.fuzz import World, app_schema
 
 pytestmark = pytest.mark.live_server
 
-schema = schemathesis.openapi.from_dict(create_app(test_settings()).openapi()).include(
-    path_regex=r"^/api/v1/social/")
+schema = app_schema(r"^/api/v1/social/")
 
 
 def _json(response: httpx.Response) -> dict:

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, time, timedelta
 
 import pytest
 from sqlalchemy import text
-from tests.social.conftest import code, soc_invariants_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 from tenet.kernel.jobs import run_now
 from tenet.social import automations, tasks
@@ -76,7 +77,7 @@ class TestScheduling:
         history = await api.ok(api.get(ann, f"/automations/{job['id']}/runs"))
         assert history["items"][0]["status"] == "succeeded" and history["items"][0]["result"]["pending_count"] == 1
         assert (await api.ok(api.get(ann, f"/automations/{job['id']}")))["next_run_at"] == "2026-01-06T17:00:00Z"
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-20")
     async def test_misfire_after_three_days_runs_once_with_the_missed_count(self, api, ann, clock, db, job_runtime):
@@ -125,7 +126,7 @@ class TestScheduling:
         assert len(failed) == 1
         # The effect written by each failed attempt was rolled back with it.
         assert (await api.ok(api.get(ann, "/inbox", message_type="todo_digest")))["items"] == []
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-21")
     async def test_overlapping_reminder_windows_write_each_reminder_once(self, api, ann, bob, clock, db,
@@ -143,7 +144,7 @@ class TestScheduling:
             reminders = (await api.ok(api.get(person, "/inbox", message_type="schedule_reminder")))["items"]
             assert sorted(r["content"]["occurrence_start"] for r in reminders) == [
                 "2026-01-05T20:00:00+00:00", "2026-01-06T20:00:00+00:00"]
-        await soc_invariants_hold(db)
+        await rules_hold(db, "SOC-")
 
     @pytest.mark.invariant("SOC-INV-20")
     async def test_a_second_manual_run_waits_for_the_first_to_finish(self, api, ann, clock, db):

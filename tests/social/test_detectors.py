@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import text
-from tests.social.conftest import soc_invariants_hold
+from tests.support.invariants import rules_hold
 
 from tenet.kernel.invariants import check, get
 from tenet.social.models import (
@@ -172,7 +172,7 @@ async def test_the_database_refuses_an_owner_subscription_and_an_owner_change(ap
             await session.execute(text("UPDATE social.schedule_items SET owner_id = :u WHERE id = :i"),
                                   {"i": item["id"], "u": bob.id})
     assert violated_constraint(refused.value) == OWNER_FIXED_TRIGGER
-    await soc_invariants_hold(db)
+    await rules_hold(db, "SOC-")
 
 
 @pytest.mark.invariant("SOC-INV-06")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from tests.social.conftest import code
+from tests.support.outcomes import code
 from tests.support.users import TestUser, UserFactory
 
 

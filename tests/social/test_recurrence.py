@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import text
-from tests.social.conftest import code
+from tests.support.outcomes import code
 from tests.support.recurrence import ONE_BOUNDED_WALK, counting_dateutil_periods
 
 ITEM = {"title": "x", "start_at": "2026-03-02T17:00:00Z", "end_at": "2026-03-02T18:00:00Z",

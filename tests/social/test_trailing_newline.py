@@ -4,7 +4,7 @@ the Python shape check and broke the table's CHECK (a 500); it is refused as the
 from __future__ import annotations
 
 import pytest
-from tests.social.conftest import code
+from tests.support.outcomes import code
 
 ITEM = {"title": "x", "start_at": "2026-03-02T17:00:00Z", "end_at": "2026-03-02T18:00:00Z",
         "timezone": "America/Los_Angeles"}

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import psycopg
+import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
@@ -97,6 +98,20 @@ class Tally:
         if not consumes_ids:
             assert self.share_reached(GenerationMode.POSITIVE) >= LEAST_SHARE, seen
             assert self.share_not_404(GenerationMode.POSITIVE) >= LEAST_SHARE, seen
+
+
+def app_schema(path_regex: str) -> Any:
+    """The service's OpenAPI document limited to the paths `path_regex` matches. The live server serves the one
+    this app builds; reading it here (no database needed) lets pytest collect one test per operation."""
+    from tenet.app import create_app
+    from tests.conftest import test_settings
+
+    return schemathesis.openapi.from_dict(create_app(test_settings()).openapi()).include(path_regex=path_regex)
+
+
+def operations(schema: Any) -> list[Any]:
+    """Every operation of `schema`, to parametrize a test with (one per route and method)."""
+    return [result.ok() for result in schema.get_all_operations()]
 
 
 def fuzz(operation, *, base_url: str, world: World, examples: dict[GenerationMode, int]) -> Tally:

@@ -11,6 +11,7 @@ from tenet.iam import service as iam_service
 from tenet.iam.permissions import Role
 from tenet.kernel.audit import Actor
 from tenet.kernel.clock import FrozenClock
+from tests.support.api import bearer
 
 PASSWORD = "a-long-test-password"
 _counter = itertools.count(1)
@@ -26,7 +27,8 @@ class TestUser:
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
+        """The token signed when the user was made, at the clock's time then (`Api` signs a fresh one per call)."""
+        return bearer(self.token)
 
 
 class UserFactory:

@@ -1,5 +1,5 @@
-"""Fixtures of the workspace tests: an HTTP helper per route, tokens read back from the mail outbox,
-and the detectors of every WS rule."""
+"""Fixtures of the workspace tests: the API client with a call per route (tests/support/api.py), tokens read back
+from the mail outbox, members who joined through an invitation."""
 
 from __future__ import annotations
 
@@ -13,89 +13,71 @@ from sqlalchemy import text
 
 from tenet.db.database import Database
 from tenet.iam.tokens import digest
-from tests.support.invariants import assert_invariants_hold
+from tests.support.api import Api
 from tests.support.users import TestUser, UserFactory
 
 API = "/api/v1"
 TOKEN_IN_LINK = re.compile(r"/invitations/accept\?token=(wsi_[A-Za-z0-9_\-]+)")
 
 
-class WorkspaceApi:
-    """The workspace routes as calls, each answering the raw httpx response (tests assert on it).
+class WorkspaceApi(Api):
+    """The workspace routes as calls, each answering the raw httpx response (tests assert on it); a fresh token
+    per call (tests/support/api.py), so tests may jump days ahead (invitation expiry)."""
 
-    Each call signs a fresh access token at the frozen clock's time, so tests may jump days ahead
-    (invitation expiry) without the 15-minute access tokens expiring under them."""
-
-    def __init__(self, client: httpx.AsyncClient, app, clock) -> None:
-        self.client = client
-        self.app = app
-        self.clock = clock
-
-    def headers(self, user: TestUser) -> dict[str, str]:
-        token = self.app.state.access_tokens.issue(subject=user.id, kind="user", now=self.clock.now())
-        return {"Authorization": f"Bearer {token}"}
+    base = API
 
     async def create(self, user: TestUser, name: str = "Research") -> httpx.Response:
-        return await self.client.post(f"{API}/workspaces", json={"name": name}, headers=self.headers(user))
+        return await self.post(user, "/workspaces", {"name": name})
 
     async def create_ok(self, user: TestUser, name: str = "Research") -> str:
-        response = await self.create(user, name)
-        assert response.status_code == 201, response.text
-        return response.json()["id"]
+        return (await self.ok(self.create(user, name), 201))["id"]
 
-    async def get(self, user: TestUser, workspace_id: str) -> httpx.Response:
-        return await self.client.get(f"{API}/workspaces/{workspace_id}", headers=self.headers(user))
+    async def workspace(self, user: TestUser, workspace_id: str) -> httpx.Response:
+        return await self.get(user, f"/workspaces/{workspace_id}")
 
     async def list(self, user: TestUser, **params: Any) -> httpx.Response:
-        return await self.client.get(f"{API}/workspaces", params=params, headers=self.headers(user))
+        return await self.get(user, "/workspaces", **params)
 
-    async def delete(self, user: TestUser, workspace_id: str) -> httpx.Response:
-        return await self.client.delete(f"{API}/workspaces/{workspace_id}", headers=self.headers(user))
+    async def delete_workspace(self, user: TestUser, workspace_id: str) -> httpx.Response:
+        return await self.delete(user, f"/workspaces/{workspace_id}")
 
     async def members(self, user: TestUser, workspace_id: str, **params: Any) -> httpx.Response:
-        return await self.client.get(f"{API}/workspaces/{workspace_id}/members", params=params,
-                                     headers=self.headers(user))
+        return await self.get(user, f"/workspaces/{workspace_id}/members", **params)
 
     async def set_role(self, user: TestUser, workspace_id: str, member: TestUser | uuid.UUID,
                        role: str) -> httpx.Response:
-        member_id = member.id if isinstance(member, TestUser) else member
-        return await self.client.patch(f"{API}/workspaces/{workspace_id}/members/{member_id}", json={"role": role},
-                                       headers=self.headers(user))
+        return await self.patch(user, f"/workspaces/{workspace_id}/members/{_id(member)}", {"role": role})
 
     async def remove(self, user: TestUser, workspace_id: str, member: TestUser | uuid.UUID) -> httpx.Response:
-        member_id = member.id if isinstance(member, TestUser) else member
-        return await self.client.delete(f"{API}/workspaces/{workspace_id}/members/{member_id}",
-                                        headers=self.headers(user))
+        return await self.delete(user, f"/workspaces/{workspace_id}/members/{_id(member)}")
 
     async def leave(self, user: TestUser, workspace_id: str) -> httpx.Response:
         return await self.remove(user, workspace_id, user)
 
     async def transfer(self, user: TestUser, workspace_id: str, member: TestUser | uuid.UUID) -> httpx.Response:
-        member_id = member.id if isinstance(member, TestUser) else member
-        return await self.client.post(f"{API}/workspaces/{workspace_id}/transfer-ownership",
-                                      json={"user_id": str(member_id)}, headers=self.headers(user))
+        return await self.post(user, f"/workspaces/{workspace_id}/transfer-ownership", {"user_id": str(_id(member))})
 
     async def invite(self, user: TestUser, workspace_id: str, email: str, role: str = "member") -> httpx.Response:
-        return await self.client.post(f"{API}/workspaces/{workspace_id}/invitations",
-                                      json={"email": email, "role": role}, headers=self.headers(user))
+        return await self.post(user, f"/workspaces/{workspace_id}/invitations", {"email": email, "role": role})
 
     async def invite_ok(self, user: TestUser, workspace_id: str, email: str, role: str = "member") -> str:
-        response = await self.invite(user, workspace_id, email, role)
-        assert response.status_code == 201, response.text
-        return response.json()["id"]
+        return (await self.ok(self.invite(user, workspace_id, email, role), 201))["id"]
 
     async def invitations(self, user: TestUser, workspace_id: str, **params: Any) -> httpx.Response:
-        return await self.client.get(f"{API}/workspaces/{workspace_id}/invitations", params=params,
-                                     headers=self.headers(user))
+        return await self.get(user, f"/workspaces/{workspace_id}/invitations", **params)
 
     async def revoke(self, user: TestUser, invitation_id: str) -> httpx.Response:
-        return await self.client.post(f"{API}/invitations/{invitation_id}/revoke", headers=self.headers(user))
+        return await self.post(user, f"/invitations/{invitation_id}/revoke")
 
     async def resend(self, user: TestUser, invitation_id: str) -> httpx.Response:
-        return await self.client.post(f"{API}/invitations/{invitation_id}/resend", headers=self.headers(user))
+        return await self.post(user, f"/invitations/{invitation_id}/resend")
 
     async def accept(self, user: TestUser, token: str) -> httpx.Response:
-        return await self.client.post(f"{API}/invitations/accept", json={"token": token}, headers=self.headers(user))
+        return await self.post(user, "/invitations/accept", {"token": token})
+
+
+def _id(member: TestUser | uuid.UUID) -> uuid.UUID:
+    return member.id if isinstance(member, TestUser) else member
 
 
 async def mails_to(db: Database, address: str) -> list[dict[str, Any]]:
@@ -120,15 +102,6 @@ async def token_for(db: Database, address: str) -> str:
     matching = [t for t in tokens if digest(t) in live]
     assert len(matching) == 1, f"{len(matching)} live tokens mailed to {address}"
     return matching[0]
-
-
-async def ws_invariants_hold(db: Database) -> None:
-    async with db.read_only() as session:
-        await assert_invariants_hold(session, prefix="WS-")
-
-
-def code(response: httpx.Response) -> str:
-    return response.json().get("code", "")
 
 
 @pytest.fixture

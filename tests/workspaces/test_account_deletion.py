@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.workspaces.conftest import add_member, code, ws_invariants_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
+from tests.workspaces.conftest import add_member
 
 
 async def delete_account(client, admin, user):
@@ -20,7 +22,7 @@ async def test_a_deleted_member_leaves_every_workspace(client, users, ws, db, ow
     assert (await delete_account(client, admin, member)).status_code == 204
     members = (await ws.members(owner, workspace_id)).json()["items"]
     assert [m["user_id"] for m in members] == [str(owner.id)]
-    await ws_invariants_hold(db)
+    await rules_hold(db, "WS-")
 
 
 @pytest.mark.invariant("WS-INV-10", "WS-INV-01")
@@ -30,8 +32,8 @@ async def test_deleting_the_last_owner_is_refused(client, users, ws, db, owner, 
     assert (response.status_code, code(response)) == (409, "LAST_OWNER")
     assert response.json()["workspace_id"] == workspace_id
     # Nothing half-done: the account still signs in and still owns the workspace.
-    assert (await ws.get(owner, workspace_id)).status_code == 200
-    await ws_invariants_hold(db)
+    assert (await ws.workspace(owner, workspace_id)).status_code == 200
+    await rules_hold(db, "WS-")
 
 
 @pytest.mark.invariant("WS-INV-10")
@@ -39,7 +41,7 @@ async def test_with_a_second_owner_the_account_can_go(client, users, ws, db, own
     admin = await users.admin()
     await add_member(ws, db, users, owner, workspace_id, role="owner")
     assert (await delete_account(client, admin, owner)).status_code == 204
-    await ws_invariants_hold(db)
+    await rules_hold(db, "WS-")
 
 
 @pytest.mark.invariant("WS-INV-10")

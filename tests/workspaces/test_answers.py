@@ -13,14 +13,14 @@ async def test_a_workspace_created_transferred_and_deleted_answers_its_get(ws, d
     created = await ws.create(owner, "Lab")
     assert created.status_code == 201, created.text
     workspace_id = created.json()["id"]
-    assert created.json() == (await ws.get(owner, workspace_id)).json()
+    assert created.json() == (await ws.workspace(owner, workspace_id)).json()
     member = await add_member(ws, db, users, owner, workspace_id)
     transferred = await ws.transfer(owner, workspace_id, member)
     assert transferred.status_code == 200, transferred.text
-    assert transferred.json() == (await ws.get(owner, workspace_id)).json()
-    deleted = await ws.delete(member, workspace_id)
+    assert transferred.json() == (await ws.workspace(owner, workspace_id)).json()
+    deleted = await ws.delete_workspace(member, workspace_id)
     assert deleted.status_code == 202, deleted.text
-    assert deleted.json() == (await ws.get(member, workspace_id)).json()
+    assert deleted.json() == (await ws.workspace(member, workspace_id)).json()
 
 
 async def test_a_member_whose_role_changed_answers_their_row_in_the_list(ws, db, users, owner, workspace_id):

@@ -101,7 +101,7 @@ class TestDatabaseRefusesIllegalRows:
         from tenet.kernel.jobs import run_now
         from tenet.workspaces import tasks
 
-        await ws.delete(owner, workspace_id)
+        await ws.delete_workspace(owner, workspace_id)
         await run_now(tasks.finish_workspace_deletions, job_runtime, timestamp=0)
         name = await _refused(db, (
             "UPDATE workspace.workspace SET status = 'ACTIVE', deleted_at = NULL, deletion_requested_at = NULL "
@@ -182,7 +182,7 @@ class TestNothingIsDeleted:
         from tenet.kernel.jobs import run_now
         from tenet.workspaces import tasks
 
-        await ws.delete(owner, workspace_id)
+        await ws.delete_workspace(owner, workspace_id)
         await run_now(tasks.finish_workspace_deletions, job_runtime, timestamp=0)
         name = await _refused(db, ("DELETE FROM workspace.workspace WHERE id = :id", {"id": workspace_id}))
         assert name == "workspace_never_deleted"

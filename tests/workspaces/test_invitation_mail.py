@@ -10,8 +10,8 @@ import pytest
 
 from tenet.kernel.outbox import SmtpSender, deliver_due
 from tests.conftest import test_settings
+from tests.support.invariants import rules_hold
 from tests.support.users import PASSWORD, TestUser
-from tests.workspaces.conftest import ws_invariants_hold
 
 LINK = re.compile(r"https://tenet\.example\.org/invitations/accept\?token=(wsi_[A-Za-z0-9_\-]+)")
 
@@ -43,7 +43,7 @@ class TestInvitationMail:
         assert accepted.status_code == 200, accepted.text
         assert accepted.json()["workspace"]["role"] == "admin"
         assert await deliver_due(db, SmtpSender(settings.mail()), clock) == 0  # sent once
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     async def test_resend_delivers_a_new_link_and_the_first_one_is_dead(self, ws, owner, workspace_id, users, db,
                                                                          settings, smtp_server, clock):

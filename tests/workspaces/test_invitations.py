@@ -11,7 +11,9 @@ from sqlalchemy import text
 
 from tenet.iam.tokens import digest
 from tests.conftest import test_settings
-from tests.workspaces.conftest import add_member, code, mails_to, token_for, ws_invariants_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
+from tests.workspaces.conftest import add_member, mails_to, token_for
 
 
 async def _invitation_row(db, invitation_id: str) -> dict:
@@ -52,7 +54,7 @@ class TestCreateInvitation:
             audit = (await session.execute(text(
                 "SELECT data::text FROM kernel.audit_log WHERE action = 'workspace.invitation.created'"))).scalar_one()
         assert "@" not in audit and token not in audit
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-03")
     @pytest.mark.parametrize("second", ["ada@example.com ", "ADA@EXAMPLE.COM", "\uff21da@example.com"])
@@ -62,7 +64,7 @@ class TestCreateInvitation:
         assert response.status_code == 409
         assert code(response) == "INVITATION_ALREADY_PENDING"
         assert response.json()["invitation_id"] == first
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-03")
     async def test_same_email_in_another_workspace_is_independent(self, ws, owner, workspace_id):
@@ -77,7 +79,7 @@ class TestCreateInvitation:
         new = await ws.invite_ok(owner, workspace_id, "ada@example.com")
         assert (await _invitation_row(db, old))["status"] == "EXPIRED"
         assert (await _invitation_row(db, new))["status"] == "PENDING"
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.parametrize(("email", "expected"), [
         # Well-formed JSON the schema accepts, refused by the address check: the domain's own code.
@@ -184,7 +186,7 @@ class TestRevokeInvitation:
         assert refused.status_code == 409
         assert code(refused) == "INVITATION_REVOKED"
         assert await _memberships_from(db, invitation_id) == []
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-04")
     async def test_terminal_invitation_cannot_be_revoked(self, ws, owner, workspace_id, users, db):
@@ -231,7 +233,7 @@ class TestResendInvitation:
         assert refused.status_code == 404
         assert code(refused) == "INVITATION_TOKEN_INVALID"
         assert (await ws.accept(invitee, new_token)).status_code == 200
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     async def test_resend_past_expiry_is_refused(self, ws, owner, workspace_id, clock):
         invitation_id = await ws.invite_ok(owner, workspace_id, "m@example.com")
@@ -265,7 +267,7 @@ class TestAcceptInvitation:
         assert invitation["accepted_at"].isoformat() == "2026-01-05T11:00:00+00:00"
         listed = (await ws.members(owner, workspace_id)).json()["items"]
         assert {m["user_id"] for m in listed} == {str(owner.id), str(invitee.id)}
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-06")
     async def test_used_token_is_refused(self, ws, owner, workspace_id, users, db):
@@ -307,7 +309,7 @@ class TestAcceptInvitation:
         assert response.status_code == 409
         assert code(response) == "INVITATION_EXPIRED"
         assert await _memberships_from(db, invitation_id) == []
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     async def test_token_just_before_expiry_is_accepted(self, ws, owner, workspace_id, users, db, clock):
         invitee = await users.make()

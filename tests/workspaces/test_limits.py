@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.workspaces.conftest import code
+from tests.support.outcomes import code
 
 
 @pytest.fixture

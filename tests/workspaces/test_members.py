@@ -6,7 +6,9 @@ import pytest
 from sqlalchemy import text
 
 from tenet.workspaces.permissions import Action, allowed
-from tests.workspaces.conftest import add_member, code, token_for, ws_invariants_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
+from tests.workspaces.conftest import add_member, token_for
 
 
 async def _membership_rows(db, workspace_id: str, user_id) -> list[tuple[str, str]]:
@@ -51,14 +53,14 @@ class TestChangeMemberRole:
 
     async def test_owner_makes_a_second_owner(self, ws, owner, workspace_id, users, db):
         member = await add_member(ws, db, users, owner, workspace_id, "owner")
-        assert (await ws.get(member, workspace_id)).json()["role"] == "owner"
+        assert (await ws.workspace(member, workspace_id)).json()["role"] == "owner"
 
     @pytest.mark.invariant("WS-INV-01")
     async def test_last_owner_demoting_self_is_refused(self, ws, owner, workspace_id, db):
         response = await ws.set_role(owner, workspace_id, owner, "admin")
         assert response.status_code == 409
         assert code(response) == "LAST_OWNER"
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-01")
     async def test_owner_demotes_self_when_another_owner_remains(self, ws, owner, workspace_id, users, db):
@@ -66,14 +68,14 @@ class TestChangeMemberRole:
         response = await ws.set_role(owner, workspace_id, owner, "member")
         assert response.status_code == 200
         assert response.json()["role"] == "member"
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-01")
     async def test_owner_demoting_the_other_owner_keeps_one(self, ws, owner, workspace_id, users, db):
         other = await add_member(ws, db, users, owner, workspace_id, "owner")
         assert (await ws.set_role(owner, workspace_id, other, "admin")).status_code == 200
         assert code(await ws.set_role(owner, workspace_id, owner, "admin")) == "LAST_OWNER"
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     async def test_same_role_answers_member_unchanged(self, ws, owner, workspace_id, users, db):
         member = await add_member(ws, db, users, owner, workspace_id)
@@ -104,9 +106,9 @@ class TestRemoveMember:
     async def test_owner_removes_admin_who_then_loses_access(self, ws, owner, workspace_id, users, db):
         admin = await add_member(ws, db, users, owner, workspace_id, "admin")
         assert (await ws.remove(owner, workspace_id, admin)).status_code == 204
-        assert code(await ws.get(admin, workspace_id)) == "WORKSPACE_NOT_FOUND"
+        assert code(await ws.workspace(admin, workspace_id)) == "WORKSPACE_NOT_FOUND"
         assert await _membership_rows(db, workspace_id, admin.id) == [("REMOVED", "admin")]
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     async def test_admin_removes_member(self, ws, owner, workspace_id, users, db):
         admin = await add_member(ws, db, users, owner, workspace_id, "admin")
@@ -130,7 +132,7 @@ class TestRemoveMember:
     async def test_owner_removes_co_owner_and_an_owner_remains(self, ws, owner, workspace_id, users, db):
         other = await add_member(ws, db, users, owner, workspace_id, "owner")
         assert (await ws.remove(owner, workspace_id, other)).status_code == 204
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-01")
     async def test_last_owner_removing_self_is_refused(self, ws, owner, workspace_id, db):
@@ -155,14 +157,14 @@ class TestLeaveWorkspace:
         response = await ws.leave(owner, workspace_id)
         assert response.status_code == 409
         assert code(response) == "LAST_OWNER"
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-01")
     async def test_owner_leaves_when_another_owner_remains(self, ws, owner, workspace_id, users, db):
         other = await add_member(ws, db, users, owner, workspace_id, "owner")
         assert (await ws.leave(owner, workspace_id)).status_code == 204
         assert code(await ws.leave(other, workspace_id)) == "LAST_OWNER"
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-02")
     async def test_rejoining_after_leaving_makes_a_new_membership(self, ws, owner, workspace_id, users, db):
@@ -171,7 +173,7 @@ class TestLeaveWorkspace:
         await ws.invite_ok(owner, workspace_id, member.email, "admin")
         assert (await ws.accept(member, await token_for(db, member.email))).status_code == 200
         assert await _membership_rows(db, workspace_id, member.id) == [("LEFT", "member"), ("ACTIVE", "admin")]
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
 
 class TestTransferOwnership:
@@ -181,12 +183,12 @@ class TestTransferOwnership:
         response = await ws.transfer(owner, workspace_id, member)
         assert response.status_code == 200, response.text
         assert response.json()["role"] == "admin"
-        assert (await ws.get(member, workspace_id)).json()["role"] == "owner"
+        assert (await ws.workspace(member, workspace_id)).json()["role"] == "owner"
         async with db.read_only() as session:
             data = (await session.execute(text(
                 "SELECT data FROM kernel.audit_log WHERE action = 'workspace.ownership.transferred'"))).scalar_one()
         assert data["from_user_id"] == str(owner.id) and data["to_user_id"] == str(member.id)
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     async def test_transfer_to_self_is_refused(self, ws, owner, workspace_id):
         assert code(await ws.transfer(owner, workspace_id, owner)) == "OWNERSHIP_TRANSFER_TO_SELF"
@@ -233,7 +235,7 @@ class TestPermissionTable:
             target = await add_member(ws, db, users, owner, workspace_id)
             response = await ws.transfer(actor, workspace_id, target)
         elif action == Action.DELETE_WORKSPACE:
-            response = await ws.delete(actor, workspace_id)
+            response = await ws.delete_workspace(actor, workspace_id)
         else:
             response = await ws.members(actor, workspace_id)
         expected = allowed(actor_role, action, target_role)

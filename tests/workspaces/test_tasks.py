@@ -10,7 +10,9 @@ from sqlalchemy import text
 from tenet.kernel.jobs import run_now
 from tenet.worker import blueprints, build_job_app
 from tenet.workspaces import tasks
-from tests.workspaces.conftest import code, token_for, ws_invariants_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
+from tests.workspaces.conftest import token_for
 
 
 async def _statuses(db) -> dict[str, str]:
@@ -43,7 +45,7 @@ class TestExpireInvitationsJob:
                 "SELECT actor_type, data FROM kernel.audit_log WHERE action = 'workspace.invitation.expired'"))).all()
         assert [tuple(a) for a in audit] == [("system", {})]
         assert await run_now(tasks.expire_invitations, job_runtime, timestamp=0) == 0
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.invariant("WS-INV-04")
     async def test_sweep_handles_many_workspaces_in_batches(self, ws, owner, db, clock, job_runtime, monkeypatch):

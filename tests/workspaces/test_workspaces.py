@@ -7,7 +7,9 @@ from sqlalchemy import text
 
 from tenet.kernel.jobs import run_now
 from tenet.workspaces import tasks
-from tests.workspaces.conftest import add_member, code, token_for, ws_invariants_hold
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
+from tests.workspaces.conftest import add_member, token_for
 
 
 async def _audit(db, action: str) -> list[dict]:
@@ -35,7 +37,7 @@ class TestCreateWorkspace:
         assert (row["subject_type"], row["subject_id"]) == ("workspace", body["id"])
         assert (row["scope_type"], row["scope_id"]) == ("workspace", body["id"])
         assert "Research" not in str(row["data"])
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     @pytest.mark.parametrize("name", ["", "   ", "a" * 201, "line\nbreak", "tab\there"])
     async def test_invalid_name_answers_422(self, ws, owner, name):
@@ -95,18 +97,18 @@ class TestListWorkspaces:
 class TestGetWorkspace:
     async def test_member_reads_workspace_with_own_role(self, ws, owner, workspace_id, users, db):
         member = await add_member(ws, db, users, owner, workspace_id)
-        response = await ws.get(member, workspace_id)
+        response = await ws.workspace(member, workspace_id)
         assert response.status_code == 200
         assert response.json()["role"] == "member"
 
     async def test_non_member_gets_404_not_403(self, ws, workspace_id, users):
         stranger = await users.make()
-        response = await ws.get(stranger, workspace_id)
+        response = await ws.workspace(stranger, workspace_id)
         assert response.status_code == 404
         assert code(response) == "WORKSPACE_NOT_FOUND"
 
     async def test_unknown_id_gets_404(self, ws, owner):
-        response = await ws.get(owner, "00000000-0000-4000-8000-000000000000")
+        response = await ws.workspace(owner, "00000000-0000-4000-8000-000000000000")
         assert response.status_code == 404
         assert code(response) == "WORKSPACE_NOT_FOUND"
 
@@ -116,7 +118,7 @@ class TestDeleteWorkspace:
     async def test_owner_request_moves_to_deleting_and_revokes_pending_invitations(self, ws, owner, workspace_id,
                                                                                     db):
         invitation_id = await ws.invite_ok(owner, workspace_id, "pending@example.com")
-        response = await ws.delete(owner, workspace_id)
+        response = await ws.delete_workspace(owner, workspace_id)
         assert response.status_code == 202, response.text
         assert response.json()["status"] == "DELETING"
         assert response.json()["deletion_requested_at"] is not None
@@ -124,11 +126,11 @@ class TestDeleteWorkspace:
         assert [(i["id"], i["status"]) for i in invitations] == [(invitation_id, "REVOKED")]
         (row,) = await _audit(db, "workspace.deletion_requested")
         assert row["data"] == {"revoked_invitations": 1}
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     async def test_repeated_request_answers_the_same_deleting_workspace(self, ws, owner, workspace_id, db):
-        assert (await ws.delete(owner, workspace_id)).status_code == 202
-        again = await ws.delete(owner, workspace_id)
+        assert (await ws.delete_workspace(owner, workspace_id)).status_code == 202
+        again = await ws.delete_workspace(owner, workspace_id)
         assert again.status_code == 202
         assert again.json()["status"] == "DELETING"
         assert len(await _audit(db, "workspace.deletion_requested")) == 1
@@ -136,13 +138,13 @@ class TestDeleteWorkspace:
     @pytest.mark.parametrize("role", ["admin", "member"])
     async def test_non_owner_is_refused_with_403(self, ws, owner, workspace_id, users, db, role):
         member = await add_member(ws, db, users, owner, workspace_id, role)
-        response = await ws.delete(member, workspace_id)
+        response = await ws.delete_workspace(member, workspace_id)
         assert response.status_code == 403
         assert code(response) == "WORKSPACE_ROLE_FORBIDDEN"
 
     @pytest.mark.invariant("WS-INV-08")
     async def test_deleting_workspace_refuses_new_invitations(self, ws, owner, workspace_id):
-        await ws.delete(owner, workspace_id)
+        await ws.delete_workspace(owner, workspace_id)
         response = await ws.invite(owner, workspace_id, "late@example.com")
         assert response.status_code == 409
         assert code(response) == "WORKSPACE_NOT_ACTIVE"
@@ -153,30 +155,30 @@ class TestDeleteWorkspace:
         invitee = await users.make()
         await ws.invite_ok(owner, workspace_id, invitee.email)
         token = await token_for(db, invitee.email)
-        await ws.delete(owner, workspace_id)
+        await ws.delete_workspace(owner, workspace_id)
         response = await ws.accept(invitee, token)
         assert response.status_code == 409
         assert code(response) == "WORKSPACE_NOT_ACTIVE"
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")
 
     async def test_deleting_workspace_refuses_membership_changes(self, ws, owner, workspace_id, users, db):
         member = await add_member(ws, db, users, owner, workspace_id)
-        await ws.delete(owner, workspace_id)
+        await ws.delete_workspace(owner, workspace_id)
         assert code(await ws.leave(member, workspace_id)) == "WORKSPACE_NOT_ACTIVE"
         assert code(await ws.set_role(owner, workspace_id, member, "admin")) == "WORKSPACE_NOT_ACTIVE"
         assert code(await ws.transfer(owner, workspace_id, member)) == "WORKSPACE_NOT_ACTIVE"
         # Still readable while DELETING, so members can see what is happening.
-        assert (await ws.get(member, workspace_id)).json()["status"] == "DELETING"
+        assert (await ws.workspace(member, workspace_id)).json()["status"] == "DELETING"
 
     @pytest.mark.invariant("WS-INV-09")
     async def test_finish_job_marks_deleted_and_closes_memberships(self, ws, owner, workspace_id, users, db,
                                                                     job_runtime):
         member = await add_member(ws, db, users, owner, workspace_id)
         untouched = await ws.create_ok(owner, "Kept")
-        await ws.delete(owner, workspace_id)
+        await ws.delete_workspace(owner, workspace_id)
         assert await run_now(tasks.finish_workspace_deletions, job_runtime, timestamp=0) == 1
-        assert code(await ws.get(owner, workspace_id)) == "WORKSPACE_NOT_FOUND"
-        assert code(await ws.get(member, workspace_id)) == "WORKSPACE_NOT_FOUND"
+        assert code(await ws.workspace(owner, workspace_id)) == "WORKSPACE_NOT_FOUND"
+        assert code(await ws.workspace(member, workspace_id)) == "WORKSPACE_NOT_FOUND"
         assert [w["id"] for w in (await ws.list(owner)).json()["items"]] == [untouched]
         async with db.read_only() as session:
             statuses = (await session.execute(text(
@@ -186,4 +188,4 @@ class TestDeleteWorkspace:
         (row,) = await _audit(db, "workspace.deleted")
         assert row["actor_id"] is None and row["data"] == {"closed_memberships": 2}
         assert await run_now(tasks.finish_workspace_deletions, job_runtime, timestamp=0) == 0
-        await ws_invariants_hold(db)
+        await rules_hold(db, "WS-")

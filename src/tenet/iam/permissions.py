@@ -1,8 +1,8 @@
 """The five system roles and identity's permission points (API.md "Identity").
 
 This module is the catalog the code checks against. The migrations seed the same rows as literal data
-(a migration must not change when this file does); `tests/iam/test_permissions.py` fails when the two
-disagree, which is the prompt to write a migration.
+(a migration must not change when this file does); `tests/iam/test_admin.py::test_every_permission_in_code_is_seeded`
+fails when the two disagree, which is the prompt to write a migration.
 """
 
 from __future__ import annotations

@@ -601,7 +601,7 @@ rule(
         "the success together; a failure rolls the effects back.",
     error_code=None,
     concurrency="Claim FOR UPDATE SKIP LOCKED; execution holds the run row; recovery skips locked rows. Proven by "
-                "tests/concurrency/test_social_automation_races.py (workers at once; a killed worker).",
+                "tests/concurrency/test_social_races.py (workers at once; a killed worker).",
     # From the runs that are not succeeded (ix_automation_runs_status_scheduled_at; the status CHECK makes the
     # three states all of them) to their messages, not from every message a run ever wrote.
     detector=f"""

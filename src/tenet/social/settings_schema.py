@@ -3,10 +3,10 @@ may hold (SOC-INV-02).
 
 The stored document is sparse: only what the user set. Defaults apply on read (`effective`), so a default can
 change without rewriting rows. `document_problems` mirrors the SQL function `social.settings_valid` (the
-database CHECK, the arbiter); tests/social/test_settings.py feeds both the same documents. A PATCH is an RFC
-7396 merge patch (`null` removes a key, restoring its default), checked by `patch_problems` before the one
-UPDATE that applies it; the cross-key rule (quiet hours: both ends or neither) is checked on the merged row
-by the CHECK itself.
+database CHECK, the arbiter); `TestSettings` in tests/social/test_profiles.py feeds both the same
+documents. A PATCH is an RFC 7396 merge patch (`null` removes a key, restoring its default), checked by
+`patch_problems` before the one UPDATE that applies it; the cross-key rule (quiet hours: both ends or neither) is
+checked on the merged row by the CHECK itself.
 """
 
 from __future__ import annotations

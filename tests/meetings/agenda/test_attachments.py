@@ -22,7 +22,6 @@ from tenet.meetings.agenda.downloads import content_disposition
 from tenet.meetings.agenda.mime import clean_filename
 from tests.conftest import test_settings
 from tests.meetings.agenda.conftest import (
-    BASE,
     BOUNDARY,
     PDF,
     PNG,
@@ -33,7 +32,8 @@ from tests.meetings.agenda.conftest import (
     storage_files,
     streamed_pdf,
 )
-from tests.meetings.conftest import MeetingApi, code
+from tests.meetings.conftest import BASE, MeetingApi
+from tests.support.outcomes import code
 from tests.support.users import UserFactory
 
 
@@ -355,13 +355,12 @@ class TestDeleteRestorePurge:
 
     @pytest.mark.invariant("MA-INV-27")
     async def test_the_purge_detector_sees_rows_kept_past_the_window(self, agenda_api: AgendaApi, world: World,
-                                                                    item, clock, db):
+                                                                    item, clock, db, rules_hold):
         attachment = (await agenda_api.upload(world.manager, item["id"])).json()["id"]
         await agenda_api.ok("DELETE", f"/attachments/agenda-item/{attachment}", world.manager, 204)
-        from tests.meetings.conftest import ma_rules_hold
 
         with pytest.raises(AssertionError, match="MA-INV-27"):
-            await ma_rules_hold(db, clock.now() + timedelta(days=32))
+            await rules_hold(clock.now() + timedelta(days=32))
 
 
 class TestLeftovers:

@@ -10,7 +10,7 @@ import pytest
 
 from tenet.meetings.agenda.permissions import PERMISSION_TABLE
 from tests.meetings.agenda.conftest import AgendaApi, World
-from tests.meetings.conftest import code
+from tests.support.outcomes import code
 
 CALLERS = ("admin", "manager", "organizer", "alice", "walk_in", "stranger")
 FULL_KEYS = {"view", "meeting_id", "modified_after_meeting_end", "sections", "meeting_attachments"}

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.meetings.agenda.conftest import AgendaApi, World, new_id
-from tests.meetings.conftest import code
+from tests.support.outcomes import code
 
 
 async def _audit(db, meeting_id: str) -> list:

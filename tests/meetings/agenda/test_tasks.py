@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.meetings.agenda.conftest import AgendaApi, World, new_id
-from tests.meetings.conftest import code
+from tests.support.outcomes import code
 
 
 @pytest.fixture
@@ -101,16 +101,15 @@ class TestAutoFlip:
 
     @pytest.mark.invariant("MA-INV-25")
     async def test_a_detector_sees_a_task_flipped_without_its_file(self, agenda_api: AgendaApi, world: World, item,
-                                                                  db, clock):
+                                                                  db, clock, rules_hold):
         [task] = (await agenda_api.assign(world.manager, item["id"], world.alice)).json()["items"]
         async with db.unit_of_work() as session:
             await session.execute(text(
                 "UPDATE meeting_attendance.meeting_agenda_item_upload_tasks SET status = 'UPLOADED', "
                 "completed_at = :t WHERE id = :id"), {"t": clock.now(), "id": task["id"]})
-        from tests.meetings.conftest import ma_rules_hold
 
         with pytest.raises(AssertionError, match="MA-INV-25"):
-            await ma_rules_hold(db, clock.now())
+            await rules_hold()
 
 
 class TestLifecycles:
@@ -138,13 +137,12 @@ class TestLifecycles:
 
     @pytest.mark.invariant("MA-INV-29", "MA-INV-19")
     async def test_the_detector_sees_a_pending_task_on_a_cancelled_meeting(self, agenda_api: AgendaApi,
-                                                                           world: World, item, db, clock):
+                                                                           world: World, item, db, clock, rules_hold):
         await agenda_api.assign(world.manager, item["id"], world.alice)
         async with db.unit_of_work() as session:
             await session.execute(text(
                 "UPDATE meeting_attendance.meetings SET status = 'CANCELLED', cancelled_at = :t, cancelled_by_id = "
                 "created_by_id WHERE id = :m"), {"t": clock.now() + timedelta(seconds=1), "m": world.meeting_id})
-        from tests.meetings.conftest import ma_rules_hold
 
         with pytest.raises(AssertionError, match="MA-INV-29"):
-            await ma_rules_hold(db, clock.now())
+            await rules_hold()

@@ -6,22 +6,15 @@ administrator, with the ids, emails and refresh tokens of real users and API cli
 from __future__ import annotations
 
 import pytest
-import schemathesis
 from schemathesis.generation import GenerationMode
 
-from tenet.app import create_app
-from tests.conftest import test_settings
 from tests.support import widefuzz
-from tests.support.fuzz import fuzz, identity_world
+from tests.support.fuzz import app_schema, fuzz, identity_world, operations
 
 pytestmark = pytest.mark.live_server
 
-# The document the live server serves is the one this app builds; reading it here (no database needed)
-# lets pytest collect one test per operation.
-schema = schemathesis.openapi.from_dict(create_app(test_settings()).openapi()).include(
-    path_regex=r"^/api/v1/(auth|iam)/"
-)
-OPERATIONS = [result.ok() for result in schema.get_all_operations()]
+schema = app_schema(r"^/api/v1/(auth|iam)/")
+OPERATIONS = operations(schema)
 EXAMPLES = {GenerationMode.POSITIVE: 20, GenerationMode.NEGATIVE: 10}
 # Deleting a user makes its id answer 404 USER_NOT_FOUND from then on: the right answer.
 CONSUMES_IDS = {"DELETE /api/v1/iam/users/{user_id}"}
