@@ -9,12 +9,17 @@ DOMAIN = Domain(
     schema="meeting_attendance",
     settings=MeetingSettings,
     modules=("tenet.meetings.models", "tenet.meetings.invariants", "tenet.meetings.lifecycles",
-             "tenet.meetings.agenda.models", "tenet.meetings.agenda.invariants", "tenet.meetings.agenda.lifecycles"),
+             "tenet.meetings.agenda.models", "tenet.meetings.agenda.invariants", "tenet.meetings.agenda.lifecycles",
+             "tenet.meetings.outlook.models", "tenet.meetings.outlook.invariants", "tenet.meetings.outlook.lifecycles"),
     api="tenet.meetings.api",
     jobs=("tenet.meetings.tasks", "tenet.meetings.agenda.tasks"),
     events="tenet.meetings.events",
     permissions=POINTS,
     locks=(
+        "meeting_attendance.outlook_policy (the one row, FOR UPDATE by PUT /outlook/settings)",
+        "meeting_attendance.outlook_mailboxes (one, FOR UPDATE)",
+        "meeting_attendance.outlook_bindings (one, FOR UPDATE by takeover / release / exclusion; FOR SHARE by the "
+        "sync through MA-INV-35's trigger), before the series and meetings it manages",
         "meeting_attendance.meeting_series (one series, FOR UPDATE, before its meetings)",
         "meeting_attendance.templates (one template, FOR UPDATE)",
         "meeting_attendance.meetings (FOR NO KEY UPDATE, several in id order)",
