@@ -67,7 +67,12 @@ async def test_only_outlook_managers_see_the_policy(ma, users):
     assert (await ma.call("GET", "/outlook/settings", None)).status_code == 401
 
 
-OFF_ROUTES: list[tuple[str, str, dict | None]] = []
+OFF_ROUTES: list[tuple[str, str, dict | None]] = [
+    ("GET", "/outlook/mailboxes", None), ("GET", "/outlook/sync-status", None),
+    ("POST", "/outlook/mailboxes", {"address": "room@contoso.com"}),
+    ("GET", "/outlook/mailboxes/00000000-0000-0000-0000-000000000000", None),
+    ("POST", "/outlook/mailboxes/00000000-0000-0000-0000-000000000000/resync", None),
+]
 
 
 async def test_unset_credentials_turn_the_sync_off(db, clock, tmp_path, users):

@@ -3,20 +3,32 @@ No SQL here: commands are policy's and mailboxes', answers are read back through
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
 from tenet.deps import NowDep, SessionDep, SettingsDep, reads
+from tenet.deps import now as clock_now
 from tenet.iam.auth import require
 from tenet.iam.principal import Principal
 from tenet.kernel.http import TenetRoute, etag, if_match_version, json_response, problem_responses
 from tenet.kernel.reads import Runner
 from tenet.kernel.settings import KernelSettings, section
 from tenet.kernel.statements import statements
-from tenet.meetings.outlook import policy, queries
+from tenet.meetings.outlook import graph, mailboxes, policy, queries
 from tenet.meetings.outlook.permissions import MANAGE, TAG
-from tenet.meetings.outlook.schemas import PolicyFields, PolicyRead
+from tenet.meetings.outlook.schemas import (
+    Accepted,
+    MailboxCreate,
+    MailboxList,
+    MailboxRead,
+    MailboxState,
+    MailboxStatus,
+    PolicyFields,
+    PolicyRead,
+    SyncStatus,
+)
 from tenet.meetings.queries import BASE
 from tenet.meetings.settings import MeetingSettings
 
@@ -63,3 +75,67 @@ async def put_settings(body: PolicyFields, principal: Manager, session: SessionD
     await session.flush()
     read = await _policy_read(await statements(session), _graph(settings))
     return json_response(read, headers={"ETag": etag(read.version)})
+
+
+# --- mailboxes (sources) --------------------------------------------------------------------------------------
+
+@router.post("/mailboxes", status_code=201, response_model=MailboxRead, summary="Add a mailbox as a source",
+             description="Checks access first (`GET /users/{address}`, then one event). A refused mailbox (403 "
+                         "`ErrorAccessDenied`) or an unknown one is stored with that state, Graph's code, request-id "
+                         "and a hint, and answered 201: it is not retried until `POST /mailboxes/{id}/resync`.",
+             responses=problem_responses(409, 422, 503))
+async def add_mailbox(body: MailboxCreate, principal: Manager, session: SessionDep, now: NowDep,
+                      settings: SettingsDep, request: Request) -> Response:
+    on = _on(settings)
+    address = mailboxes.normalise(body.address)
+    rules = policy.Policy.from_row(await queries.policy(reads(request)))
+    async with graph.client_for(on, max_concurrent=rules.max_concurrent_requests, max_attempts=2,
+                                retry_base_seconds=rules.retry_base_seconds, max_retry_sleep=2.0) as client:
+        access = await mailboxes.check_access(client, address)
+    row = await mailboxes.add_mailbox(session, principal_id=principal.id, address=address, kind=body.kind,
+                                      access=access, now=now)
+    await session.flush()
+    read = MailboxRead.model_validate(await queries.mailbox(await statements(session), mailbox_id=row.id))
+    return json_response(read, status_code=201, headers={"Location": f"{router.prefix}/mailboxes/{row.id}",
+                                                         "ETag": etag(read.version)})
+
+
+@router.get("/mailboxes", response_model=MailboxList, summary="The mailboxes with their state")
+async def list_mailboxes(principal: Manager, request: Request, settings: SettingsDep,
+                         state: Annotated[MailboxState | None, Query()] = None) -> Response:
+    _on(settings)
+    rows = await queries.mailboxes(reads(request), state=state)
+    return json_response(MailboxList(items=[MailboxRead.model_validate(r) for r in rows]))
+
+
+@router.get("/mailboxes/{mailbox_id}", response_model=MailboxRead, summary="One mailbox",
+            responses=problem_responses(404))
+async def get_mailbox(mailbox_id: uuid.UUID, principal: Manager, request: Request, settings: SettingsDep) -> Response:
+    _on(settings)
+    read = MailboxRead.model_validate(await queries.mailbox(reads(request), mailbox_id=mailbox_id))
+    return json_response(read, headers={"ETag": etag(read.version)})
+
+
+@router.post("/mailboxes/{mailbox_id}/resync", status_code=202, response_model=Accepted,
+             summary="A full pass of one mailbox (cursor dropped)",
+             description="A denied or invalid mailbox goes back to PENDING: its access is checked again.",
+             responses=problem_responses(404, 409))
+async def resync_mailbox(mailbox_id: uuid.UUID, principal: Manager, session: SessionDep, now: NowDep,
+                         settings: SettingsDep) -> Response:
+    _on(settings)
+    await mailboxes.request_resync(session, principal_id=principal.id, mailbox_id=mailbox_id, now=now)
+    return json_response(Accepted(mailbox_id=mailbox_id), status_code=202)
+
+
+@router.get("/sync-status", response_model=SyncStatus, summary="Per mailbox: state, subscription, cursor, errors",
+            description="Subscription id and expiry, last notification, last delta round, cursor age, the last "
+                        "error with Graph's code and request-id, and the last reconciliations with their counts.")
+async def sync_status(principal: Manager, request: Request, settings: SettingsDep) -> Response:
+    _on(settings)
+    now = clock_now(request)
+    items = []
+    for row in await queries.sync_status(reads(request)):
+        last = row["last_delta_round_at"]
+        age = int((now - last).total_seconds()) if last is not None else None
+        items.append(MailboxStatus.model_validate({**row, "cursor_age_seconds": age}))
+    return json_response(SyncStatus(sync_on=True, items=items))

@@ -22,6 +22,8 @@ MAILBOX = declare(
         Transition("invalid", frozenset({"PENDING", "OK", "DEGRADED", "ACCESS_DENIED", "INVALID"}), "INVALID",
                    "the access check found no such mailbox (404 / MailboxNotEnabledForRESTAPI)",
                    "Graph's code, request-id and a hint stored; no retries"),
+        Transition("recheck", frozenset({"ACCESS_DENIED", "INVALID"}), "PENDING",
+                   ADMIN + " (POST /outlook/mailboxes/{id}/resync)", "the worker checks access again"),
         Transition("degraded", frozenset({"OK", "DEGRADED"}), "DEGRADED", WORKER,
                    "throttled or failing rounds; the error is stored"),
         Transition("disable", frozenset({"PENDING", "OK", "DEGRADED", "ACCESS_DENIED", "INVALID"}), "DISABLED",
