@@ -12,7 +12,7 @@ DOMAIN = Domain(
              "tenet.meetings.agenda.models", "tenet.meetings.agenda.invariants", "tenet.meetings.agenda.lifecycles",
              "tenet.meetings.outlook.models", "tenet.meetings.outlook.invariants", "tenet.meetings.outlook.lifecycles"),
     api="tenet.meetings.api",
-    jobs=("tenet.meetings.tasks", "tenet.meetings.agenda.tasks"),
+    jobs=("tenet.meetings.tasks", "tenet.meetings.agenda.tasks", "tenet.meetings.outlook.tasks"),
     events="tenet.meetings.events",
     permissions=POINTS,
     locks=(

@@ -13,10 +13,11 @@ from tenet.deps import now as clock_now
 from tenet.iam.auth import require
 from tenet.iam.principal import Principal
 from tenet.kernel.http import TenetRoute, etag, if_match_version, json_response, problem_responses
+from tenet.kernel.idempotency import not_idempotent
 from tenet.kernel.reads import Runner
 from tenet.kernel.settings import KernelSettings, section
 from tenet.kernel.statements import statements
-from tenet.meetings.outlook import graph, mailboxes, policy, queries
+from tenet.meetings.outlook import graph, mailboxes, policy, queries, webhook
 from tenet.meetings.outlook.permissions import MANAGE, TAG
 from tenet.meetings.outlook.schemas import (
     Accepted,
@@ -139,3 +140,39 @@ async def sync_status(principal: Manager, request: Request, settings: SettingsDe
         age = int((now - last).total_seconds()) if last is not None else None
         items.append(MailboxStatus.model_validate({**row, "cursor_age_seconds": age}))
     return json_response(SyncStatus(sync_on=True, items=items))
+
+
+# --- Graph's callers (public) -------------------------------------------------------------------------------
+
+ValidationToken = Annotated[str | None, Query(alias="validationToken", max_length=4096)]
+_WEBHOOK_DOC = ("Public: Graph calls it. With `?validationToken=` (subscription validation) it answers 200 "
+                "`text/plain` with the decoded token. Otherwise it checks `clientState` on every item (a wrong one is "
+                "dropped, the others kept), stores them, queues their processing and answers 202 at once: no Graph "
+                "call inside the request.")
+
+
+async def _webhook(kind: str, request: Request, session: SessionDep, now: NowDep, settings: KernelSettings,
+                   token: str | None) -> Response:
+    if token is not None:
+        # Opaque and echoed as plain text only (never HTML), so it cannot script anything.
+        return Response(content=token, media_type="text/plain", headers={"X-Content-Type-Options": "nosniff"})
+    items = webhook.parse(await request.body())
+    await webhook.receive(session, settings=_graph(settings), kind=kind, items=items, now=now)
+    return Response(status_code=202)
+
+
+@router.post("/notifications", status_code=202, summary="Graph change notifications (public)",
+             description=_WEBHOOK_DOC, response_class=Response, responses=problem_responses(400))
+@not_idempotent
+async def notifications(request: Request, session: SessionDep, now: NowDep, settings: SettingsDep,
+                        token: ValidationToken = None) -> Response:
+    return await _webhook("CHANGE", request, session, now, settings, token)
+
+
+@router.post("/lifecycle", status_code=202, summary="Graph lifecycle notifications (public)",
+             description=_WEBHOOK_DOC + " Lifecycle events: reauthorizationRequired, subscriptionRemoved, missed.",
+             response_class=Response, responses=problem_responses(400))
+@not_idempotent
+async def lifecycle(request: Request, session: SessionDep, now: NowDep, settings: SettingsDep,
+                    token: ValidationToken = None) -> Response:
+    return await _webhook("LIFECYCLE", request, session, now, settings, token)

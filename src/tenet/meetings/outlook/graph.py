@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 SCOPE = "https://graph.microsoft.com/.default"
 IMMUTABLE_ID = 'IdType="ImmutableId"'
 READ_METHODS = frozenset({"GET"})
-_SUBSCRIPTIONS_PATH = re.compile(r"^/subscriptions(/[^/]+(/reauthorize)?)?$")
+_SUBSCRIPTIONS_PATH = re.compile(r"^/subscriptions(/[^/]+(/reauthorize)?)?\Z")
 _USER_PATH = re.compile(r"^/users/([^/]+)(/|$)", re.IGNORECASE)
 TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 

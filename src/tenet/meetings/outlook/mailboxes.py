@@ -25,7 +25,7 @@ from tenet.meetings.outlook import errors, lifecycles
 from tenet.meetings.outlook.graph import GraphClient, GraphError
 from tenet.meetings.outlook.models import MAILBOX_ADDRESS_LIVE, OutlookDeltaCursor, OutlookMailbox
 
-_ADDRESS = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_ADDRESS = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+\Z")
 
 HINT_DENIED = ("Exchange refuses this application the mailbox (RBAC for Applications or an Application Access "
                "Policy scopes the app's Calendars.Read). Add the mailbox to the app's management scope, allow for the "

@@ -115,7 +115,9 @@ class OutlookPolicy(Base):
     retry_max_attempts: Mapped[int] = mapped_column(Integer)
     retry_base_seconds: Mapped[int] = mapped_column(Integer)
     updated_at: Mapped[datetime | None]
-    updated_by_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey(USER_FK))
+    # No foreign key: the seeded row must survive `TRUNCATE iam.user_account CASCADE` (test clean-ups, a restore);
+    # who changed it is also in the audit log (MA-INV-40).
+    updated_by_id: Mapped[uuid.UUID | None]
     version: Mapped[int] = mapped_column(Integer, server_default=sql("1"))
 
 

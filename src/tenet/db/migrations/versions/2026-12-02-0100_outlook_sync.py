@@ -121,7 +121,6 @@ def upgrade() -> None:
     sa.CheckConstraint('version > 0', name=op.f('ck_outlook_policy_version_positive')),
     sa.CheckConstraint('window_days_ahead BETWEEN 1 AND 730', name=op.f('ck_outlook_policy_window_days_ahead_range')),
     sa.CheckConstraint('window_days_back BETWEEN 0 AND 365', name=op.f('ck_outlook_policy_window_days_back_range')),
-    sa.ForeignKeyConstraint(['updated_by_id'], ['iam.user_account.id'], name=op.f('fk_outlook_policy_updated_by_id_user_account')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_outlook_policy')),
     schema=SCHEMA
     )
