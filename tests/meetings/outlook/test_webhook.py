@@ -109,6 +109,10 @@ async def test_a_batch_keeps_good_items_drops_bad_ones_and_queues_one_job(ma, ma
     assert [(j["task_name"], j["status"]) for j in jobs] == [("meetings:outlook_process_notifications", "todo")]
     result = await run_now(tasks.outlook_process_notifications, job_runtime)
     assert result["notifications"] == 4 and result["mailboxes_changed"] == [str(mailbox["id"])]
+    # Adding the mailbox queued its first round; that one waits still, so the changes queue no second one.
+    assert result["rounds_queued"] == 0
+    rounds = await _rows(db, "SELECT args FROM procrastinate_jobs WHERE task_name = 'meetings:outlook_delta_round'")
+    assert [r["args"] for r in rounds] == [{"mailbox_id": mailbox["id"]}]
     done = await _rows(db, "SELECT DISTINCT status FROM meeting_attendance.outlook_notifications")
     assert [r["status"] for r in done] == ["DONE"]
     status = (await ma.call("GET", "/outlook/sync-status", manager)).json()["items"][0]

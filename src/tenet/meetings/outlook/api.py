@@ -4,7 +4,7 @@ No SQL here: commands are policy's and mailboxes', answers are read back through
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
@@ -14,13 +14,18 @@ from tenet.iam.auth import require
 from tenet.iam.principal import Principal
 from tenet.kernel.http import TenetRoute, etag, if_match_version, json_response, problem_responses
 from tenet.kernel.idempotency import not_idempotent
+from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.reads import Runner
 from tenet.kernel.settings import KernelSettings, section
 from tenet.kernel.statements import statements
-from tenet.meetings.outlook import graph, mailboxes, policy, queries, webhook
+from tenet.meetings.outlook import bindings, graph, mailboxes, policy, queries, webhook
 from tenet.meetings.outlook.permissions import MANAGE, TAG
 from tenet.meetings.outlook.schemas import (
     Accepted,
+    BindingCreate,
+    BindingRead,
+    CandidateRead,
+    ExclusionBody,
     MailboxCreate,
     MailboxList,
     MailboxRead,
@@ -29,6 +34,7 @@ from tenet.meetings.outlook.schemas import (
     PolicyFields,
     PolicyRead,
     SyncStatus,
+    Takeover,
 )
 from tenet.meetings.queries import BASE
 from tenet.meetings.settings import MeetingSettings
@@ -36,6 +42,7 @@ from tenet.meetings.settings import MeetingSettings
 router = APIRouter(prefix=BASE + "/outlook", tags=[TAG], route_class=TenetRoute,
                    responses=problem_responses(401, 403))
 Manager = Annotated[Principal, Depends(require(MANAGE))]
+PageDep = Annotated[PageParams, Depends(page_params)]
 IfMatch = Annotated[str | None, Header(alias="If-Match", description='The ETag ("<version>") read before')]
 
 
@@ -140,6 +147,104 @@ async def sync_status(principal: Manager, request: Request, settings: SettingsDe
         age = int((now - last).total_seconds()) if last is not None else None
         items.append(MailboxStatus.model_validate({**row, "cursor_age_seconds": age}))
     return json_response(SyncStatus(sync_on=True, items=items))
+
+
+@router.get("/candidates", response_model=Page[CandidateRead], summary="The candidate pool, with managed flags",
+            description="Single events and series masters the worker read from each mailbox's window (never a Graph "
+                        "call here). `q` matches the subject.", responses=problem_responses(400))
+async def list_candidates(principal: Manager, request: Request, settings: SettingsDep, page: PageDep,
+                          mailbox_id: Annotated[uuid.UUID | None, Query()] = None,
+                          type: Annotated[Literal["singleInstance", "seriesMaster"] | None, Query()] = None,
+                          q: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+    queries.check_cursors(page, queries.CANDIDATES_KEYSET)
+    _on(settings)
+    rows, cursor = await queries.candidates(reads(request), page=page, mailbox_id=mailbox_id, type=type, q=q)
+    return json_response(Page[CandidateRead](items=[CandidateRead.model_validate(r) for r in rows],
+                                             next_cursor=cursor))
+
+
+# --- bindings and exclusions --------------------------------------------------------------------------------
+
+async def _binding_answer(session: SessionDep, binding_id: uuid.UUID, *, status_code: int = 200) -> Response:
+    await session.flush()
+    read = BindingRead.model_validate(await queries.binding(await statements(session), binding_id=binding_id))
+    headers = {"ETag": etag(read.version)}
+    if status_code == 201:
+        headers["Location"] = f"{router.prefix}/bindings/{binding_id}"
+    return json_response(read, status_code=status_code, headers=headers)
+
+
+@router.post("/bindings", status_code=201, response_model=BindingRead, summary="Manage an Outlook event",
+             description="A candidate (single event or series master) of the mailbox becomes managed from "
+                         "`sync_from` on (default now). One live binding per event: 409 "
+                         "`OUTLOOK_EVENT_ALREADY_BOUND` names it.", responses=problem_responses(404, 409, 422))
+async def create_binding(body: BindingCreate, principal: Manager, session: SessionDep, now: NowDep,
+                         settings: SettingsDep) -> Response:
+    _on(settings)
+    row = await bindings.create_binding(session, principal_id=principal.id, mailbox_id=body.mailbox_id,
+                                        graph_event_id=body.graph_event_id, sync_from=body.sync_from, now=now)
+    return await _binding_answer(session, row.id, status_code=201)
+
+
+@router.get("/bindings", response_model=Page[BindingRead], summary="Bindings with target, exclusions, last sync",
+            responses=problem_responses(400))
+async def list_bindings(principal: Manager, request: Request, settings: SettingsDep, page: PageDep,
+                        status: Annotated[Literal["PENDING", "ACTIVE", "RELEASED"] | None, Query()] = None,
+                        mailbox_id: Annotated[uuid.UUID | None, Query()] = None) -> Response:
+    queries.check_cursors(page, queries.BINDINGS_KEYSET)
+    _on(settings)
+    rows, cursor = await queries.bindings(reads(request), page=page, status=status, mailbox_id=mailbox_id)
+    return json_response(Page[BindingRead](items=[BindingRead.model_validate(r) for r in rows], next_cursor=cursor))
+
+
+@router.get("/bindings/{binding_id}", response_model=BindingRead, summary="One binding",
+            responses=problem_responses(404))
+async def get_binding(binding_id: uuid.UUID, principal: Manager, request: Request, settings: SettingsDep) -> Response:
+    _on(settings)
+    read = BindingRead.model_validate(await queries.binding(reads(request), binding_id=binding_id))
+    return json_response(read, headers={"ETag": etag(read.version)})
+
+
+@router.post("/bindings/{binding_id}/takeover", response_model=BindingRead, summary="Forced takeover",
+             description="Administrator and source mailbox switch together in one transaction, audited; "
+                         "`sync_from` moves to now unless given. A sync of the old source racing it cannot write "
+                         "after it (MA-INV-35). `If-Match` optional.", responses=problem_responses(404, 409, 412))
+async def take_over(binding_id: uuid.UUID, body: Takeover, principal: Manager, session: SessionDep, now: NowDep,
+                    settings: SettingsDep, if_match: IfMatch = None) -> Response:
+    _on(settings)
+    await bindings.take_over(session, principal_id=principal.id, binding_id=binding_id, mailbox_id=body.mailbox_id,
+                             graph_event_id=body.graph_event_id, sync_from=body.sync_from, now=now,
+                             expected_version=if_match_version(if_match))
+    return await _binding_answer(session, binding_id)
+
+
+@router.post("/bindings/{binding_id}/release", response_model=BindingRead, summary="Stop managing the event",
+             description="Its meetings stay as they are, unmanaged.", responses=problem_responses(404, 409))
+async def release_binding(binding_id: uuid.UUID, principal: Manager, session: SessionDep, now: NowDep,
+                          settings: SettingsDep) -> Response:
+    _on(settings)
+    await bindings.release(session, principal_id=principal.id, binding_id=binding_id, now=now)
+    return await _binding_answer(session, binding_id)
+
+
+@router.post("/bindings/{binding_id}/exclusions", status_code=201, response_model=BindingRead,
+             summary="Exclude an occurrence of a bound series", responses=problem_responses(404, 409, 422))
+async def add_exclusion(binding_id: uuid.UUID, body: ExclusionBody, principal: Manager, session: SessionDep,
+                        now: NowDep, settings: SettingsDep) -> Response:
+    _on(settings)
+    await bindings.exclude(session, principal_id=principal.id, binding_id=binding_id,
+                           original_start=body.original_start, now=now)
+    return await _binding_answer(session, binding_id, status_code=201)
+
+
+@router.delete("/bindings/{binding_id}/exclusions", status_code=204, summary="Resume an excluded occurrence",
+               responses=problem_responses(404, 409, 422))
+async def remove_exclusion(binding_id: uuid.UUID, body: ExclusionBody, principal: Manager, session: SessionDep,
+                           now: NowDep, settings: SettingsDep) -> Response:
+    _on(settings)
+    await bindings.include_again(session, principal_id=principal.id, binding_id=binding_id,
+                                 original_start=body.original_start, now=now)
+    return Response(status_code=204)
 
 
 # --- Graph's callers (public) -------------------------------------------------------------------------------

@@ -20,6 +20,12 @@ class OutlookErrorCode(StrEnum):
     OUTLOOK_EVENT_ALREADY_BOUND = "OUTLOOK_EVENT_ALREADY_BOUND"
     OUTLOOK_TARGET_ALREADY_BOUND = "OUTLOOK_TARGET_ALREADY_BOUND"
     OUTLOOK_MANAGED = "OUTLOOK_MANAGED"
+    OUTLOOK_CANDIDATE_NOT_FOUND = "OUTLOOK_CANDIDATE_NOT_FOUND"
+    OUTLOOK_BINDING_NOT_FOUND = "OUTLOOK_BINDING_NOT_FOUND"
+    OUTLOOK_BINDING_RELEASED = "OUTLOOK_BINDING_RELEASED"
+    OUTLOOK_EXCLUSION_NOT_SERIES = "OUTLOOK_EXCLUSION_NOT_SERIES"
+    OUTLOOK_EXCLUSION_EXISTS = "OUTLOOK_EXCLUSION_EXISTS"
+    OUTLOOK_EXCLUSION_NOT_FOUND = "OUTLOOK_EXCLUSION_NOT_FOUND"
 
 
 class SyncOff(DomainError):
@@ -73,3 +79,30 @@ class Managed(DomainError):
     """A meeting written by the sync: the fields Outlook owns change only in Outlook."""
 
     status, code, title = 409, OutlookErrorCode.OUTLOOK_MANAGED, "This meeting is managed by Outlook"
+
+
+class CandidateNotFound(DomainError):
+    """The event is not in the mailbox's candidate pool (not read yet, gone, or not a single event / series master)."""
+
+    status, code, title = 404, OutlookErrorCode.OUTLOOK_CANDIDATE_NOT_FOUND, "No such Outlook candidate"
+
+
+class BindingNotFound(DomainError):
+    status, code, title = 404, OutlookErrorCode.OUTLOOK_BINDING_NOT_FOUND, "No such Outlook binding"
+
+
+class BindingReleased(DomainError):
+    status, code, title = 409, OutlookErrorCode.OUTLOOK_BINDING_RELEASED, "The binding is released"
+
+
+class ExclusionNotSeries(DomainError):
+    status, code, title = (409, OutlookErrorCode.OUTLOOK_EXCLUSION_NOT_SERIES,
+                           "Only occurrences of a bound series can be excluded")
+
+
+class ExclusionExists(DomainError):
+    status, code, title = 409, OutlookErrorCode.OUTLOOK_EXCLUSION_EXISTS, "This occurrence is already excluded"
+
+
+class ExclusionNotFound(DomainError):
+    status, code, title = 404, OutlookErrorCode.OUTLOOK_EXCLUSION_NOT_FOUND, "This occurrence is not excluded"

@@ -54,8 +54,10 @@ BINDING = declare(
     transitions=[
         Transition("activate", frozenset({"PENDING"}), "ACTIVE", WORKER,
                    "the first sync wrote its meeting or series (target set)"),
-        Transition("takeover", frozenset({"PENDING", "ACTIVE"}), "ACTIVE", ADMIN,
+        Transition("takeover", frozenset({"ACTIVE"}), "ACTIVE", ADMIN,
                    "administrator and source mailbox switch together, sync_from moves, audited (MA-INV-35, 40)"),
+        Transition("takeover_pending", frozenset({"PENDING"}), "PENDING", ADMIN,
+                   "the same, before the first sync wrote the target"),
         Transition("release", frozenset({"PENDING", "ACTIVE"}), "RELEASED", ADMIN,
                    "meetings stay as they are, unmanaged; audited"),
     ],

@@ -21,7 +21,7 @@ from tenet.kernel.db_errors import add_unique
 from tenet.kernel.errors import DomainError
 from tenet.kernel.transitions import Refusal, transition
 from tenet.meetings import audit
-from tenet.meetings.outlook import errors, lifecycles
+from tenet.meetings.outlook import errors, lifecycles, webhook
 from tenet.meetings.outlook.graph import GraphClient, GraphError
 from tenet.meetings.outlook.models import MAILBOX_ADDRESS_LIVE, OutlookDeltaCursor, OutlookMailbox
 
@@ -78,7 +78,7 @@ def _unavailable(exc: GraphError) -> errors.GraphUnavailable:
     return errors.GraphUnavailable(graph_status=exc.status, graph_code=exc.code, graph_request_id=exc.request_id)
 
 
-def _error_columns(access: Access, now: datetime) -> dict[str, object]:
+def error_columns(access: Access, now: datetime) -> dict[str, object]:
     if access.error is None:
         return {"last_error_code": None, "last_error_request_id": None, "last_error_hint": None,
                 "last_error_at": None}
@@ -96,13 +96,16 @@ async def add_mailbox(session: AsyncSession, *, principal_id: uuid.UUID, address
         raise errors.MailboxExists(mailbox_id=str(existing))
     row = OutlookMailbox(id=uuid.uuid4(), address=address, kind=kind, graph_user_id=access.graph_user_id,
                          state=access.state, created_by_id=principal_id, created_at=now, updated_at=now, version=1,
-                         **_error_columns(access, now))
+                         **error_columns(access, now))
     await add_unique(session, row, on_violation={MAILBOX_ADDRESS_LIVE: lambda: errors.MailboxExists()})
     session.add(OutlookDeltaCursor(mailbox_id=row.id))
     await audit.record(session, action=audit.Action.OUTLOOK_MAILBOX_ADDED, resource=audit.Resource.OUTLOOK_MAILBOX,
                        resource_id=row.id, now=now, actor=Actor.user(principal_id),
                        after={"kind": kind, "state": access.state, "graph_error_code": access.error.code
                               if access.error else None})
+    if access.state == "OK":  # the first pass fills the candidate pool
+        await webhook.defer_in(session, webhook.DELTA_TASK, queueing_lock=webhook.delta_lock(row.id),
+                               mailbox_id=str(row.id))
     return row
 
 
@@ -131,4 +134,7 @@ async def request_resync(session: AsyncSession, *, principal_id: uuid.UUID, mail
     await audit.record(session, action=audit.Action.OUTLOOK_MAILBOX_RESYNC_REQUESTED,
                        resource=audit.Resource.OUTLOOK_MAILBOX, resource_id=mailbox_id, now=now,
                        actor=Actor.user(principal_id), before={"state": before}, after={"state": row.state})
+    if row.state in ("PENDING", "OK", "DEGRADED"):
+        await webhook.defer_in(session, webhook.DELTA_TASK, queueing_lock=webhook.delta_lock(mailbox_id),
+                               mailbox_id=str(mailbox_id))
     return row

@@ -100,3 +100,62 @@ class MailboxStatus(BaseModel):
 class SyncStatus(BaseModel):
     sync_on: bool
     items: list[MailboxStatus]
+
+
+class CandidateRead(BaseModel):
+    mailbox_id: uuid.UUID
+    graph_event_id: str = Field(description="The event's ImmutableId (a single event or a series master)")
+    type: Literal["singleInstance", "seriesMaster"]
+    subject: str | None
+    start_at: datetime
+    end_at: datetime
+    timezone: str | None = Field(description="The event's own IANA zone (recurrence zone, original start zone, "
+                                             "else TENET_DEFAULT_TIMEZONE)")
+    recurrence: dict[str, Any] | None
+    organizer_email: str | None
+    last_seen_at: datetime
+    managed: bool
+    binding_id: uuid.UUID | None
+
+
+class BindingCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    graph_event_id: str = Field(min_length=1, max_length=512, description="A candidate's id (single or series master)")
+    mailbox_id: uuid.UUID
+    sync_from: datetime | None = Field(None, description="Occurrences before it are never written; default now")
+
+
+class Takeover(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mailbox_id: uuid.UUID
+    graph_event_id: str | None = Field(None, min_length=1, max_length=512,
+                                       description="The event's id in the new mailbox, when it differs")
+    sync_from: datetime | None = Field(None, description="Default now: the new source never rewrites the past")
+
+
+class ExclusionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    original_start: datetime = Field(description="The occurrence's original start (as Graph's originalStart)")
+
+
+class BindingRead(BaseModel):
+    id: uuid.UUID
+    graph_event_id: str
+    kind: Literal["SINGLE", "SERIES"]
+    mailbox_id: uuid.UUID
+    bound_by_id: uuid.UUID
+    sync_from: datetime
+    meeting_id: str | None
+    series_id: uuid.UUID | None
+    status: Literal["PENDING", "ACTIVE", "RELEASED"]
+    subject: str | None
+    exclusions: list[datetime]
+    linked_meetings: int
+    last_synced_at: datetime | None
+    released_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    version: int

@@ -18,9 +18,9 @@ from tenet.db.database import Database
 from tenet.kernel.jobs import JobScope, job
 from tenet.kernel.settings import KernelSettings, section
 from tenet.kernel.statements import statements
-from tenet.meetings.outlook import graph, queries, subscriptions
+from tenet.meetings.outlook import graph, queries, subscriptions, sync, webhook
 from tenet.meetings.outlook.policy import Policy
-from tenet.meetings.outlook.webhook import PROCESS_JOB, PROCESS_LOCK
+from tenet.meetings.outlook.webhook import DELTA_JOB, DELTA_TASK, PROCESS_JOB, PROCESS_LOCK, delta_lock
 from tenet.meetings.settings import MeetingSettings
 
 log = logging.getLogger(__name__)
@@ -135,13 +135,45 @@ async def process(db: Database, settings: KernelSettings, *, now: datetime) -> d
             async with _client(outlook, rules) as client:
                 missed = await _lifecycle(_maintainer(db, client, rules, settings, outlook), lifecycle, now, counts)
             await subscriptions.request_full_pass(db, missed, now)
+            changed.update(missed)
         if len(rows) < BATCH:
             break
     counts["mailboxes_changed"] = sorted(str(m) for m in changed)
+    counts["rounds_queued"] = await defer_rounds(db, sorted(changed))
     return counts
+
+
+async def defer_rounds(db: Database, mailbox_ids: list[uuid.UUID]) -> int:
+    """One delta round per mailbox, unless one is already waiting for it."""
+    queued = 0
+    if mailbox_ids:
+        async with db.unit_of_work() as session:
+            for mailbox_id in mailbox_ids:
+                queued += await webhook.defer_in(session, DELTA_TASK, queueing_lock=delta_lock(mailbox_id),
+                                                 mailbox_id=str(mailbox_id))
+    return queued
 
 
 @job(blueprint, name=PROCESS_JOB, cron="* * * * *", unit_of_work=False, history=True, queueing_lock=PROCESS_LOCK)
 async def outlook_process_notifications(scope: JobScope, timestamp: int | None = None) -> dict[str, Any]:
     """Deferred by the webhook (one waiting at a time); every minute as a safety net."""
     return await process(scope.db, scope.settings, now=scope.now)
+
+
+async def delta_round(db: Database, settings: KernelSettings, *, mailbox_id: uuid.UUID, now: datetime,
+                      full: bool = False) -> dict[str, Any]:
+    outlook = section(settings, MeetingSettings)
+    if not outlook.graph_configured:
+        return {"skipped": "sync off"}
+    rules = await _policy(db)
+    async with _client(outlook, rules) as client:
+        return await sync.DeltaRound(db, client, rules=rules, default_zone=settings.default_timezone).run(
+            mailbox_id, now=now, full=full)
+
+
+@job(blueprint, name=DELTA_JOB, unit_of_work=False, history=True,
+     lock=lambda kwargs: f"outlook:mailbox:{kwargs['mailbox_id']}",
+     retry=procrastinate.RetryStrategy(max_attempts=5, exponential_wait=2))
+async def outlook_delta_round(scope: JobScope, mailbox_id: str, full: bool = False) -> dict[str, Any]:
+    """One delta round of one mailbox (the mailbox's lock: one round at a time across all workers)."""
+    return await delta_round(scope.db, scope.settings, mailbox_id=uuid.UUID(mailbox_id), now=scope.now, full=full)

@@ -33,6 +33,13 @@ MAX_ITEMS = 1000  # Graph batches far fewer; a bigger body is not Graph's
 PROCESS_JOB = "outlook_process_notifications"
 PROCESS_TASK = f"meetings:{PROCESS_JOB}"
 PROCESS_LOCK = "outlook:notifications"
+DELTA_JOB = "outlook_delta_round"
+DELTA_TASK = f"meetings:{DELTA_JOB}"
+
+
+def delta_lock(mailbox_id: object) -> str:
+    """At most one waiting round per mailbox (a storm of notifications queues one)."""
+    return f"outlook:delta:{mailbox_id}"
 # Builds the deferral's statement only (procrastinate's own SQL), run on the request's connection.
 _DEFERRER = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=""))
 
@@ -88,8 +95,13 @@ def authentic(items: list[dict[str, Any]], client_state: str) -> tuple[list[dict
 
 
 async def _defer_processing(session: AsyncSession) -> None:
-    """Queue the processing job in this transaction, behind a savepoint: a job already waiting (the queueing lock's
-    unique index, raced by another request) leaves this request's rows alone."""
+    await defer_in(session, PROCESS_TASK, queueing_lock=PROCESS_LOCK)
+
+
+async def defer_in(session: AsyncSession, task: str, *, queueing_lock: str, **kwargs: Any) -> bool:
+    """Queue `task` in this transaction (its row and NOTIFY take effect with the commit), behind a savepoint: a job
+    already waiting with the same queueing lock (its unique index) leaves the transaction's other rows alone.
+    Answers whether a job was queued."""
     run = await statements(session)
     connection = await session.connection()
     driver = (await connection.get_raw_connection()).driver_connection
@@ -97,11 +109,12 @@ async def _defer_processing(session: AsyncSession) -> None:
         raise TypeError("deferring a job in the unit of work needs the psycopg async driver")
     await run.execute("SAVEPOINT outlook_defer")
     try:
-        await _DEFERRER.configure_task(PROCESS_TASK, connection=driver, queueing_lock=PROCESS_LOCK).defer_async()
+        await _DEFERRER.configure_task(task, connection=driver, queueing_lock=queueing_lock).defer_async(**kwargs)
     except AlreadyEnqueued:
         await run.execute("ROLLBACK TO SAVEPOINT outlook_defer")
-    else:
-        await run.execute("RELEASE SAVEPOINT outlook_defer")
+        return False
+    await run.execute("RELEASE SAVEPOINT outlook_defer")
+    return True
 
 
 async def receive(session: AsyncSession, *, settings: MeetingSettings, kind: str, items: list[dict[str, Any]],
