@@ -161,3 +161,24 @@ async def test_wrong_client_state_everywhere_or_sync_off_stores_nothing(client, 
         response = await client.post(f"{BASE}/outlook/notifications", content=bad,
                                      headers={"Content-Type": "application/json"})
         assert response.status_code == 400, bad
+
+
+async def test_replay_processes_a_mailbox_s_stored_notifications_again_and_old_ones_are_purged(
+        ma, manager, tenet_on_graph, db, job_runtime):
+    graph = tenet_on_graph
+    box, mailbox = await _mailbox(ma, manager, graph)
+    await run_now(tasks.outlook_subscriptions, job_runtime, timestamp=0)
+    box.create_event("Standup", "2026-01-06T09:00", "2026-01-06T09:15")
+    await graph.deliver_notifications()
+    await run_now(tasks.outlook_process_notifications, job_runtime)
+    since = (ma.clock.now() - timedelta(minutes=1)).isoformat()
+    response = await ma.call("POST", f"/outlook/mailboxes/{mailbox['id']}/replay", manager, json={"since": since})
+    assert response.status_code == 202 and response.json()["notifications"] == 1, response.text
+    assert (await run_now(tasks.outlook_process_notifications, job_runtime))["notifications"] == 1
+    audit = await ma.call("GET", "/audit-logs", manager, params={"action": "OUTLOOK_MAILBOX_REPLAY_REQUESTED"})
+    assert len(audit.json()["items"]) == 1
+    # Kept 7 days (the replay window), then purged.
+    job_runtime.clock.advance(timedelta(days=7, minutes=1))
+    assert await run_now(tasks.outlook_purge_notifications, job_runtime, timestamp=0) == 1
+    assert await _rows(db, "SELECT id FROM meeting_attendance.outlook_notifications") == []
+    assert_read_only(graph)

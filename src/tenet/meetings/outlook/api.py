@@ -4,7 +4,7 @@ No SQL here: commands are policy's and mailboxes', answers are read back through
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
@@ -33,14 +33,16 @@ from tenet.meetings.outlook.schemas import (
     MailboxStatus,
     PolicyFields,
     PolicyRead,
+    Replay,
     SyncStatus,
     Takeover,
 )
 from tenet.meetings.queries import BASE
 from tenet.meetings.settings import MeetingSettings
 
+# 409 on every route: OUTLOOK_SYNC_OFF while the credentials are unset (the settings routes aside).
 router = APIRouter(prefix=BASE + "/outlook", tags=[TAG], route_class=TenetRoute,
-                   responses=problem_responses(401, 403))
+                   responses=problem_responses(401, 403, 409))
 Manager = Annotated[Principal, Depends(require(MANAGE))]
 PageDep = Annotated[PageParams, Depends(page_params)]
 IfMatch = Annotated[str | None, Header(alias="If-Match", description='The ETag ("<version>") read before')]
@@ -135,6 +137,17 @@ async def resync_mailbox(mailbox_id: uuid.UUID, principal: Manager, session: Ses
     return json_response(Accepted(mailbox_id=mailbox_id), status_code=202)
 
 
+@router.post("/mailboxes/{mailbox_id}/replay", status_code=202, response_model=Accepted,
+             summary="Process one mailbox's stored notifications again, from a given time",
+             responses=problem_responses(404, 409, 422))
+async def replay_mailbox(mailbox_id: uuid.UUID, body: Replay, principal: Manager, session: SessionDep, now: NowDep,
+                         settings: SettingsDep) -> Response:
+    _on(settings)
+    count = await mailboxes.request_replay(session, principal_id=principal.id, mailbox_id=mailbox_id,
+                                           since=body.since, now=now)
+    return json_response(Accepted(mailbox_id=mailbox_id, notifications=count), status_code=202)
+
+
 @router.get("/sync-status", response_model=SyncStatus, summary="Per mailbox: state, subscription, cursor, errors",
             description="Subscription id and expiry, last notification, last delta round, cursor age, the last "
                         "error with Graph's code and request-id, and the last reconciliations with their counts.")
@@ -208,7 +221,7 @@ async def get_binding(binding_id: uuid.UUID, principal: Manager, request: Reques
 @router.post("/bindings/{binding_id}/takeover", response_model=BindingRead, summary="Forced takeover",
              description="Administrator and source mailbox switch together in one transaction, audited; "
                          "`sync_from` moves to now unless given. A sync of the old source racing it cannot write "
-                         "after it (MA-INV-35). `If-Match` optional.", responses=problem_responses(404, 409, 412))
+                         "after it (MA-INV-35). `If-Match` optional.", responses=problem_responses(400, 404, 409, 412))
 async def take_over(binding_id: uuid.UUID, body: Takeover, principal: Manager, session: SessionDep, now: NowDep,
                     settings: SettingsDep, if_match: IfMatch = None) -> Response:
     _on(settings)
@@ -250,6 +263,12 @@ async def remove_exclusion(binding_id: uuid.UUID, body: ExclusionBody, principal
 # --- Graph's callers (public) -------------------------------------------------------------------------------
 
 ValidationToken = Annotated[str | None, Query(alias="validationToken", max_length=4096)]
+_WEBHOOK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The validation echo: the decoded token",
+          "content": {"text/plain": {"schema": {"type": "string"}}}},
+    202: {"description": "Stored (or dropped); processed by the worker"},
+    **problem_responses(400),
+}
 _WEBHOOK_DOC = ("Public: Graph calls it. With `?validationToken=` (subscription validation) it answers 200 "
                 "`text/plain` with the decoded token. Otherwise it checks `clientState` on every item (a wrong one is "
                 "dropped, the others kept), stores them, queues their processing and answers 202 at once: no Graph "
@@ -267,7 +286,7 @@ async def _webhook(kind: str, request: Request, session: SessionDep, now: NowDep
 
 
 @router.post("/notifications", status_code=202, summary="Graph change notifications (public)",
-             description=_WEBHOOK_DOC, response_class=Response, responses=problem_responses(400))
+             description=_WEBHOOK_DOC, response_class=Response, responses=_WEBHOOK_RESPONSES)
 @not_idempotent
 async def notifications(request: Request, session: SessionDep, now: NowDep, settings: SettingsDep,
                         token: ValidationToken = None) -> Response:
@@ -276,7 +295,7 @@ async def notifications(request: Request, session: SessionDep, now: NowDep, sett
 
 @router.post("/lifecycle", status_code=202, summary="Graph lifecycle notifications (public)",
              description=_WEBHOOK_DOC + " Lifecycle events: reauthorizationRequired, subscriptionRemoved, missed.",
-             response_class=Response, responses=problem_responses(400))
+             response_class=Response, responses=_WEBHOOK_RESPONSES)
 @not_idempotent
 async def lifecycle(request: Request, session: SessionDep, now: NowDep, settings: SettingsDep,
                     token: ValidationToken = None) -> Response:

@@ -23,7 +23,7 @@ from tenet.kernel.transitions import Refusal, transition
 from tenet.meetings import audit
 from tenet.meetings.outlook import errors, lifecycles, webhook
 from tenet.meetings.outlook.graph import GraphClient, GraphError
-from tenet.meetings.outlook.models import MAILBOX_ADDRESS_LIVE, OutlookDeltaCursor, OutlookMailbox
+from tenet.meetings.outlook.models import MAILBOX_ADDRESS_LIVE, OutlookDeltaCursor, OutlookMailbox, OutlookNotification
 
 _ADDRESS = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+\Z")
 
@@ -138,3 +138,23 @@ async def request_resync(session: AsyncSession, *, principal_id: uuid.UUID, mail
         await webhook.defer_in(session, webhook.DELTA_TASK, queueing_lock=webhook.delta_lock(mailbox_id),
                                mailbox_id=str(mailbox_id))
     return row
+
+
+async def request_replay(session: AsyncSession, *, principal_id: uuid.UUID, mailbox_id: uuid.UUID, since: datetime,
+                         now: datetime) -> int:
+    """The operator's replay: the mailbox's stored notifications received since `since` (kept 7 days) are processed
+    again (their delta rounds follow). Audited; answers how many were queued again."""
+    row = await session.scalar(select(OutlookMailbox).where(OutlookMailbox.id == mailbox_id).with_for_update())
+    if row is None:
+        raise errors.MailboxNotFound()
+    if row.state == "DISABLED":
+        raise errors.MailboxDisabled(current_state=row.state)
+    result = await session.execute(update(OutlookNotification).where(
+        OutlookNotification.mailbox_id == mailbox_id, OutlookNotification.received_at >= since,
+        OutlookNotification.status != "PENDING").values(status="PENDING", processed_at=None))
+    count = int(result.rowcount or 0)  # type: ignore[attr-defined]
+    await audit.record(session, action=audit.Action.OUTLOOK_MAILBOX_REPLAY_REQUESTED,
+                       resource=audit.Resource.OUTLOOK_MAILBOX, resource_id=mailbox_id, now=now,
+                       actor=Actor.user(principal_id), after={"since": since, "notifications": count})
+    await webhook.defer_in(session, webhook.PROCESS_TASK, queueing_lock=webhook.PROCESS_LOCK)
+    return count

@@ -73,6 +73,13 @@ class MailboxList(BaseModel):
 class Accepted(BaseModel):
     accepted: bool = True
     mailbox_id: uuid.UUID
+    notifications: int | None = Field(None, description="Replay: how many stored notifications are processed again")
+
+
+class Replay(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    since: datetime = Field(description="Notifications received since then (they are kept 7 days)")
 
 
 class MailboxStatus(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import procrastinate
@@ -177,3 +177,27 @@ async def delta_round(db: Database, settings: KernelSettings, *, mailbox_id: uui
 async def outlook_delta_round(scope: JobScope, mailbox_id: str, full: bool = False) -> dict[str, Any]:
     """One delta round of one mailbox (the mailbox's lock: one round at a time across all workers)."""
     return await delta_round(scope.db, scope.settings, mailbox_id=uuid.UUID(mailbox_id), now=scope.now, full=full)
+
+
+NOTIFICATION_DAYS = 7
+_PURGE = """
+    DELETE FROM meeting_attendance.outlook_notifications WHERE id IN (
+        SELECT id FROM meeting_attendance.outlook_notifications
+         WHERE received_at < %(cutoff)s AND status <> 'PENDING' ORDER BY id LIMIT %(batch)s)"""
+
+
+async def purge_notifications(db: Database, *, now: datetime) -> int:
+    """Processed notifications older than 7 days (the replay window), batch by batch."""
+    total = 0
+    while True:
+        async with db.unit_of_work() as session:
+            removed = await (await statements(session)).execute(
+                _PURGE, {"cutoff": now - timedelta(days=NOTIFICATION_DAYS), "batch": BATCH})
+        total += removed
+        if removed < BATCH:
+            return total
+
+
+@job(blueprint, name="outlook_purge_notifications", cron="41 3 * * *", unit_of_work=False, history=True)
+async def outlook_purge_notifications(scope: JobScope, timestamp: int) -> int:
+    return await purge_notifications(scope.db, now=scope.now)
