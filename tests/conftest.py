@@ -36,7 +36,7 @@ load_all()  # the composition root: every domain's tables, rules, events, as eve
 APP_SCHEMAS = schemas()
 TEST_SECRET = "test-secret-key-that-is-long-enough-for-hs256-0123456789"
 # Tables filled by migrations (seed data); never emptied between tests.
-SEED_TABLES = {"iam.role", "iam.permission", "iam.role_permission"}
+SEED_TABLES = {"iam.role", "iam.permission", "iam.role_permission", "meeting_attendance.outlook_policy"}
 
 
 def test_settings(**overrides: object) -> Settings:

@@ -72,3 +72,12 @@ class MeetingSettings(BaseSettings):
     graph_authority_url: str = Field(
         "https://login.microsoftonline.com", validation_alias=env("GRAPH_AUTHORITY_URL")
     )
+    # A CA file trusted for Graph and its authority (sovereign clouds, TLS-inspecting proxies, the tests' emulator).
+    # When set it wins over REQUESTS_CA_BUNDLE / SSL_CERT_FILE from the environment, for MSAL and httpx alike.
+    graph_ca_bundle: Path | None = Field(None, validation_alias=env("GRAPH_CA_BUNDLE"))
+
+    @property
+    def graph_configured(self) -> bool:
+        """The Outlook sync is on only with the three credentials (API.md: unset -> Outlook sync off)."""
+        secret = self.graph_client_secret.get_secret_value() if self.graph_client_secret else ""
+        return bool(self.graph_tenant_id and self.graph_client_id and secret)

@@ -1,7 +1,7 @@
 """iam: web_sessions, the consoles' server-side sessions (issue 18)
 
 Revision ID: 5d2a8c4e9f13
-Revises: 3c9e5a7f2d10
+Revises: 6a1f3e8c2b57 (the Outlook sync tables)
 Create Date: 2026-12-02 01:10:00+00:00
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from alembic import op
 from tenet.db.migration_helpers import deny_all
 
 revision: str = "5d2a8c4e9f13"
-down_revision: str | Sequence[str] | None = "3c9e5a7f2d10"
+down_revision: str | Sequence[str] | None = "6a1f3e8c2b57"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,162 @@
+"""Bindings and exclusions (spec layers 3 and 4; docs/design/outlook.md §5): an administrator's decision that one
+Graph event (a single event or a series master from the candidate pool) is managed, from which mailbox and from
+when on (`sync_from`); the forced takeover; the release; the excluded occurrences of a bound series.
+
+Locks: every command here locks the binding row FOR UPDATE first (the sync's MA-INV-35 trigger reads it FOR SHARE,
+so a takeover and a racing round of the old source serialise there). Each change is audited in the same
+transaction (MA-INV-40). The first sync of a binding (which writes its meeting or series and activates it) is the
+sync layer's."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenet.kernel.audit import Actor
+from tenet.kernel.db_errors import add_unique
+from tenet.kernel.errors import DomainError, PreconditionFailed
+from tenet.kernel.transitions import Refusal, transition
+from tenet.meetings import audit
+from tenet.meetings.outlook import errors, lifecycles
+from tenet.meetings.outlook.models import (
+    BINDING_EVENT_ACTIVE,
+    BINDING_LIVE,
+    OutlookBinding,
+    OutlookCandidate,
+    OutlookExclusion,
+    OutlookMailbox,
+)
+
+KIND_OF = {"singleInstance": "SINGLE", "seriesMaster": "SERIES"}
+
+
+def _refuse(refusal: Refusal[OutlookBinding]) -> DomainError:
+    if refusal.reason == "missing":
+        return errors.BindingNotFound()
+    if refusal.reason == "version":  # If-Match named another version
+        return PreconditionFailed(current_version=refusal.version)
+    return errors.BindingReleased(current_status=refusal.status)
+
+
+async def _live_mailbox(session: AsyncSession, mailbox_id: uuid.UUID) -> OutlookMailbox:
+    row = await session.scalar(select(OutlookMailbox).where(OutlookMailbox.id == mailbox_id))
+    if row is None:
+        raise errors.MailboxNotFound(mailbox_id=str(mailbox_id))
+    if row.state == "DISABLED":
+        raise errors.MailboxDisabled(current_state=row.state)
+    return row
+
+
+async def _candidate(session: AsyncSession, mailbox_id: uuid.UUID, graph_event_id: str) -> OutlookCandidate:
+    row = await session.scalar(select(OutlookCandidate).where(
+        OutlookCandidate.mailbox_id == mailbox_id, OutlookCandidate.graph_event_id == graph_event_id,
+        OutlookCandidate.gone_at.is_(None)))
+    if row is None:
+        raise errors.CandidateNotFound(graph_event_id=graph_event_id)
+    return row
+
+
+async def _already_bound(session: AsyncSession, graph_event_id: str, *, other_than: uuid.UUID | None = None) -> None:
+    existing = await session.scalar(select(OutlookBinding.id).where(
+        OutlookBinding.graph_event_id == graph_event_id, OutlookBinding.status.in_(BINDING_LIVE),
+        OutlookBinding.id != (other_than or uuid.UUID(int=0))))
+    if existing is not None:
+        raise errors.EventAlreadyBound(binding_id=str(existing))
+
+
+async def create_binding(session: AsyncSession, *, principal_id: uuid.UUID, mailbox_id: uuid.UUID,
+                         graph_event_id: str, sync_from: datetime | None, now: datetime) -> OutlookBinding:
+    """PENDING until the first sync writes its meeting or series. One live binding per event (MA-INV-30: the
+    pre-check answers the friendly 409 with the live binding's id, the partial unique index decides races)."""
+    await _live_mailbox(session, mailbox_id)
+    found = await _candidate(session, mailbox_id, graph_event_id)
+    await _already_bound(session, graph_event_id)
+    row = OutlookBinding(id=uuid.uuid4(), graph_event_id=graph_event_id, kind=KIND_OF[found.type],
+                         mailbox_id=mailbox_id, bound_by_id=principal_id, sync_from=sync_from or now,
+                         status="PENDING", created_at=now, updated_at=now, version=1)
+    await add_unique(session, row, on_violation={BINDING_EVENT_ACTIVE: lambda: errors.EventAlreadyBound()})
+    await audit.record(session, action=audit.Action.OUTLOOK_BINDING_CREATED, resource=audit.Resource.OUTLOOK_BINDING,
+                       resource_id=row.id, now=now, actor=Actor.user(principal_id),
+                       after={"mailbox_id": mailbox_id, "kind": row.kind, "sync_from": row.sync_from})
+    return row
+
+
+async def lock_binding(session: AsyncSession, binding_id: uuid.UUID) -> OutlookBinding:
+    row = await session.scalar(select(OutlookBinding).where(OutlookBinding.id == binding_id).with_for_update()
+                               .execution_options(populate_existing=True))
+    if row is None:
+        raise errors.BindingNotFound()
+    if row.status == "RELEASED":
+        raise errors.BindingReleased(current_status=row.status)
+    return row
+
+
+async def take_over(session: AsyncSession, *, principal_id: uuid.UUID, binding_id: uuid.UUID, mailbox_id: uuid.UUID,
+                    graph_event_id: str | None, sync_from: datetime | None, now: datetime,
+                    expected_version: int | None = None) -> OutlookBinding:
+    """Forced: administrator and source mailbox switch together, in one transaction under the binding's lock;
+    `sync_from` moves to now (or the instant given), so the new source never rewrites what happened before it.
+    `graph_event_id` is the event's id in the new mailbox when it differs (each mailbox's copy has its own)."""
+    before = await lock_binding(session, binding_id)
+    await _live_mailbox(session, mailbox_id)
+    event_id = graph_event_id or before.graph_event_id
+    if event_id != before.graph_event_id:
+        await _candidate(session, mailbox_id, event_id)
+        await _already_bound(session, event_id, other_than=binding_id)
+    old = {"mailbox_id": before.mailbox_id, "bound_by_id": before.bound_by_id, "sync_from": before.sync_from}
+    name = "takeover" if before.status == "ACTIVE" else "takeover_pending"
+    row = await transition(session, lifecycles.BINDING, name, model=OutlookBinding, id=binding_id,
+                           expected_version=expected_version, refuse=_refuse,
+                           values={"mailbox_id": mailbox_id, "bound_by_id": principal_id, "graph_event_id": event_id,
+                                   "sync_from": sync_from or now, "updated_at": now})
+    await audit.record(session, action=audit.Action.OUTLOOK_BINDING_TAKEN_OVER,
+                       resource=audit.Resource.OUTLOOK_BINDING, resource_id=binding_id, now=now,
+                       actor=Actor.user(principal_id), before=old,
+                       after={"mailbox_id": mailbox_id, "bound_by_id": principal_id, "sync_from": row.sync_from})
+    return row
+
+
+async def release(session: AsyncSession, *, principal_id: uuid.UUID, binding_id: uuid.UUID, now: datetime
+                  ) -> OutlookBinding:
+    """The meetings stay as they are, unmanaged; the event may be bound again."""
+    await lock_binding(session, binding_id)
+    row = await transition(session, lifecycles.BINDING, "release", model=OutlookBinding, id=binding_id,
+                           refuse=_refuse, values={"released_at": now, "updated_at": now})
+    await audit.record(session, action=audit.Action.OUTLOOK_BINDING_RELEASED, resource=audit.Resource.OUTLOOK_BINDING,
+                       resource_id=binding_id, now=now, actor=Actor.user(principal_id))
+    return row
+
+
+async def exclude(session: AsyncSession, *, principal_id: uuid.UUID, binding_id: uuid.UUID, original_start: datetime,
+                  now: datetime) -> OutlookExclusion:
+    """MA-INV-33: the occurrence is never written by the sync again (the links' trigger refuses it)."""
+    binding = await lock_binding(session, binding_id)
+    if binding.kind != "SERIES":
+        raise errors.ExclusionNotSeries()
+    existing = await session.get(OutlookExclusion, (binding_id, original_start))
+    if existing is not None:
+        raise errors.ExclusionExists()
+    row = OutlookExclusion(binding_id=binding_id, original_start=original_start, created_by_id=principal_id,
+                           created_at=now)
+    session.add(row)
+    await session.flush()
+    await audit.record(session, action=audit.Action.OUTLOOK_EXCLUSION_ADDED, resource=audit.Resource.OUTLOOK_BINDING,
+                       resource_id=binding_id, now=now, actor=Actor.user(principal_id),
+                       after={"original_start": original_start})
+    return row
+
+
+async def include_again(session: AsyncSession, *, principal_id: uuid.UUID, binding_id: uuid.UUID,
+                        original_start: datetime, now: datetime) -> None:
+    """Removing an exclusion: the next sync of the binding resumes the occurrence. Audited."""
+    await lock_binding(session, binding_id)
+    removed = await session.execute(delete(OutlookExclusion).where(
+        OutlookExclusion.binding_id == binding_id, OutlookExclusion.original_start == original_start))
+    if not removed.rowcount:  # type: ignore[attr-defined]
+        raise errors.ExclusionNotFound()
+    await audit.record(session, action=audit.Action.OUTLOOK_EXCLUSION_REMOVED,
+                       resource=audit.Resource.OUTLOOK_BINDING, resource_id=binding_id, now=now,
+                       actor=Actor.user(principal_id), before={"original_start": original_start})
