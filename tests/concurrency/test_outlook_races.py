@@ -15,8 +15,8 @@ from sqlalchemy import text
 from tenet.kernel.errors import DomainError
 from tenet.meetings import audit
 from tenet.meetings.outlook import bindings
-from tests.meetings.conftest import ma_rules_hold
 from tests.meetings.test_bypass import _user
+from tests.support.invariants import rules_hold
 
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -56,7 +56,7 @@ async def test_two_bindings_of_one_event_at_once_have_one_winner(committed_db):
                  graph_event_id="AAMk-series", sync_from=None) for _ in range(2)))
     assert sorted(o[0] for o in outcomes) == ["lost", "won"]
     assert [o[1] for o in outcomes if o[0] == "lost"] == ["OUTLOOK_EVENT_ALREADY_BOUND"]
-    await ma_rules_hold(committed_db)
+    await rules_hold(committed_db, "MA-")
 
 
 async def test_a_takeover_racing_a_release_is_ordered_by_the_binding_lock(committed_db):
@@ -75,4 +75,4 @@ async def test_a_takeover_racing_a_release_is_ordered_by_the_binding_lock(commit
     async with committed_db.read_only() as session:
         status = (await session.execute(text("SELECT status FROM meeting_attendance.outlook_bindings"))).scalar_one()
     assert status == "RELEASED"
-    await ma_rules_hold(committed_db)
+    await rules_hold(committed_db, "MA-")

@@ -11,8 +11,9 @@ import pytest
 from tenet.iam.permissions import Role
 from tenet.kernel.jobs import run_now
 from tenet.meetings.outlook import tasks
-from tests.meetings.conftest import code, ma_rules_hold
 from tests.meetings.outlook.conftest import assert_read_only
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 
 async def _pooled(ma, manager, graph, job_runtime, address):
@@ -61,7 +62,7 @@ async def test_one_live_binding_per_event_and_the_pool_shows_it_managed(ma, mana
     audit = await ma.call("GET", "/audit-logs", manager, params={"resource": "OUTLOOK_BINDING"})
     assert [a["action"] for a in audit.json()["items"]].count("OUTLOOK_BINDING_CREATED") == 2
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 @pytest.mark.invariant("MA-INV-40")
@@ -85,7 +86,7 @@ async def test_takeover_switches_administrator_mailbox_and_sync_from_together(ma
     [taken] = [a for a in audit if a["action"] == "OUTLOOK_BINDING_TAKEN_OVER"]
     assert taken["changes"]["before"]["mailbox_id"] == pool["mailbox"]["id"]
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 @pytest.mark.invariant("MA-INV-40")
@@ -113,7 +114,7 @@ async def test_exclusions_of_a_bound_series_and_release(ma, manager, graph, pool
     for action in ("OUTLOOK_EXCLUSION_ADDED", "OUTLOOK_EXCLUSION_REMOVED", "OUTLOOK_BINDING_RELEASED"):
         assert action in actions
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 async def test_employees_cannot_bind(ma, users, pool):

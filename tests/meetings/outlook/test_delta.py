@@ -12,8 +12,8 @@ from sqlalchemy import text
 
 from tenet.kernel.jobs import run_now
 from tenet.meetings.outlook import tasks
-from tests.meetings.conftest import ma_rules_hold
 from tests.meetings.outlook.conftest import assert_read_only
+from tests.support.invariants import rules_hold
 
 POLICY = {"subscription_lifetime_minutes": 4200, "renewal_margin_minutes": 720, "window_days_back": 30,
           "window_days_ahead": 365, "reconcile_cron": "17 * * * *", "batch_size": 10, "max_concurrent_requests": 4,
@@ -76,7 +76,7 @@ async def test_a_full_pass_pages_to_the_delta_link_and_fills_the_pool(ma, manage
     paged = await ma.call("GET", "/outlook/candidates", manager, params={"limit": 5})
     assert len(paged.json()["items"]) == 5 and paged.json()["next_cursor"]
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 async def test_an_incremental_round_updates_confirms_deletions_and_keeps_events_that_left(ma, manager, graph, world,
@@ -93,7 +93,7 @@ async def test_an_incremental_round_updates_confirms_deletions_and_keeps_events_
     assert "Renamed" in subjects and "New one" in subjects and "Review 1" not in subjects
     assert "Review 2" in subjects  # left the window, not deleted: a GET found it
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 async def test_a_lost_sync_state_restarts_a_full_pass_without_duplicates(ma, manager, graph, world, db, job_runtime):
@@ -104,7 +104,7 @@ async def test_a_lost_sync_state_restarts_a_full_pass_without_duplicates(ma, man
     assert len(await _candidates(ma, manager)) == 13
     assert [r.status for r in graph.requests(route="delta")].count(410) == 1
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 async def test_a_mailbox_denied_mid_sync_is_stored_and_not_retried(ma, manager, graph, world, db, job_runtime):
@@ -122,7 +122,7 @@ async def test_a_mailbox_denied_mid_sync_is_stored_and_not_retried(ma, manager, 
     assert (await _round(job_runtime, world))["kind"] == "FULL"
     assert (await ma.call("GET", f"/outlook/mailboxes/{world['mailbox']['id']}", manager)).json()["state"] == "OK"
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 async def test_a_throttled_mailbox_waits_for_retry_after_and_completes(ma, manager, graph, world, db, job_runtime):
@@ -131,4 +131,4 @@ async def test_a_throttled_mailbox_waits_for_retry_after_and_completes(ma, manag
     assert result["kind"] == "FULL" and len(await _candidates(ma, manager)) == 13
     assert [r.status for r in graph.requests(route="delta")][:2] == [429, 200]
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")

@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import text
 
-from tests.meetings.conftest import code, ma_rules_hold
 from tests.meetings.outlook.conftest import assert_read_only
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 
 async def _add(ma, user, address="room@contoso.com", kind="SHARED"):
@@ -32,7 +33,7 @@ async def test_a_reachable_mailbox_is_added_ok_and_audited(ma, manager, graph, d
     assert [(a["action"], a["resource_id"]) for a in audit.json()["items"]] == [("OUTLOOK_MAILBOX_ADDED", body["id"])]
     assert [r.route for r in graph.requests()] == ["user", "events"]
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 async def test_a_denied_mailbox_is_stored_with_graph_s_code_request_id_and_a_hint(ma, manager, graph, db):
@@ -47,7 +48,7 @@ async def test_a_denied_mailbox_is_stored_with_graph_s_code_request_id_and_a_hin
     # One look, no retries: a denied mailbox is an answer, not a failure.
     assert len(graph.requests(route="events")) == 1
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 @pytest.mark.parametrize("case", ["unknown", "rest-disabled"])
@@ -108,7 +109,7 @@ async def test_resync_puts_a_denied_mailbox_back_to_pending_and_drops_the_cursor
     assert "OUTLOOK_MAILBOX_RESYNC_REQUESTED" in [a["action"] for a in audit.json()["items"]]
     missing = await ma.call("POST", "/outlook/mailboxes/00000000-0000-0000-0000-000000000000/resync", manager)
     assert missing.status_code == 404 and code(missing) == "OUTLOOK_MAILBOX_NOT_FOUND"
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 async def test_sync_status_shows_subscription_cursor_error_and_reconciliations(ma, manager, graph, db):

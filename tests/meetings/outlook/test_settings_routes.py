@@ -9,8 +9,10 @@ import pytest
 from tenet.app import create_app
 from tenet.iam.permissions import Role
 from tests.conftest import test_settings
-from tests.meetings.conftest import MeetingApi, code, ma_rules_hold
+from tests.meetings.conftest import MeetingApi
 from tests.meetings.outlook.conftest import CLIENT_STATE
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 DEFAULTS = {"subscription_lifetime_minutes": 4200, "renewal_margin_minutes": 720, "window_days_back": 30,
             "window_days_ahead": 365, "reconcile_cron": "17 * * * *", "batch_size": 100,
@@ -43,7 +45,7 @@ async def test_put_replaces_the_policy_under_if_match_and_is_audited(ma, manager
     audit = await ma.call("GET", "/audit-logs", manager, params={"resource": "OUTLOOK_POLICY"})
     assert audit.status_code == 200, audit.text
     assert [row["action"] for row in audit.json()["items"]] == ["OUTLOOK_POLICY_UPDATED"]
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 @pytest.mark.invariant("MA-INV-39")

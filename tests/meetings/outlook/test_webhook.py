@@ -13,8 +13,9 @@ from sqlalchemy import text
 
 from tenet.kernel.jobs import run_now
 from tenet.meetings.outlook import tasks
-from tests.meetings.conftest import BASE, ma_rules_hold
+from tests.meetings.conftest import BASE
 from tests.meetings.outlook.conftest import CLIENT_STATE, assert_read_only
+from tests.support.invariants import rules_hold
 
 
 async def _mailbox(ma, manager, graph, address="room@contoso.com"):
@@ -60,7 +61,7 @@ async def test_upkeep_creates_one_subscription_per_mailbox_validated_by_graph(ma
     status = (await ma.call("GET", "/outlook/sync-status", manager)).json()["items"][0]
     assert status["subscription_id"] == sub.id
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 @pytest.mark.invariant("MA-INV-36")
@@ -85,7 +86,7 @@ async def test_renewal_within_the_margin_and_recreation_after_a_404(ma, manager,
     assert [s.id for s in graph.subscriptions(box)] == [r["graph_subscription_id"] for r in rows
                                                         if r["status"] == "ACTIVE"]
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 async def test_a_batch_keeps_good_items_drops_bad_ones_and_queues_one_job(ma, manager, tenet_on_graph, db,
@@ -142,7 +143,7 @@ async def test_lifecycle_events_reauthorize_recreate_and_ask_for_a_full_pass(ma,
     [new] = graph.subscriptions(box)
     assert new.id != sub.id and new.id in {r["graph_subscription_id"] for r in rows if r["status"] == "ACTIVE"}
     assert_read_only(graph)
-    await ma_rules_hold(db)
+    await rules_hold(db, "MA-")
 
 
 async def test_wrong_client_state_everywhere_or_sync_off_stores_nothing(client, db, app, clock, tmp_path):
