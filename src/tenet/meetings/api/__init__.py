@@ -9,7 +9,7 @@ from tenet.meetings.agenda import api as agenda
 from tenet.meetings.agenda import permissions as agenda_permissions
 from tenet.meetings.api import attendances, audit, checkin, meetings, reports, series, templates
 from tenet.meetings.pages import console as console_pages
-from tenet.meetings.pages import corrections, meeting_form, series_form
+from tenet.meetings.pages import corrections, meeting_form, series_form, upload_tasks
 from tenet.meetings.pages import router as pages_router
 from tenet.meetings.permissions import TAG, TAG_DESCRIPTION
 
@@ -17,6 +17,6 @@ from tenet.meetings.permissions import TAG, TAG_DESCRIPTION
 # In the order the routes were declared on the domain's one router before it was split (the OpenAPI document's).
 ROUTERS = (attendances.router, checkin.router, meetings.router, reports.router, audit.router, series.router,
            templates.router, agenda.router, pages_router,
-           meeting_form.router, corrections.router, series_form.router, console_pages.router)
+           meeting_form.router, corrections.router, series_form.router, upload_tasks.router, console_pages.router)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},
                 {"name": agenda_permissions.TAG, "description": agenda_permissions.TAG_DESCRIPTION})
