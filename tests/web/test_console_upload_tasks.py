@@ -88,13 +88,19 @@ async def test_the_page_lists_what_is_due_and_uploads_in_place(client, people, c
     assert sorted(files) == ["plan.pdf", "slides.pdf"]
 
 
-async def test_an_upload_without_the_token_is_refused_and_stores_nothing(client, people, clock):
+async def test_a_forged_or_refused_upload_stores_nothing(client, people, clock):
     manager, alice, _ = people
     _, (item,) = await _tasks(client, manager, alice, clock, "Quarterly numbers")
     await sign_in(client, alice.email)
     for headers, data in (({"X-CSRF-Token": "0" * 64}, {}), ({}, {}), ({}, {"csrf_token": "0" * 64})):
         forged = await client.post(f"/console/agenda-items/{item}/upload", files=_file(), data=data, headers=headers)
         assert forged.status_code == 403 and 'data-code="CSRF_REFUSED"' in forged.text
+    assert await _api_statuses(client, alice) == {"Quarterly numbers": "PENDING"}
+    token = await page_csrf(client, "/console/upload-tasks")
+    wrong = await client.post(f"/console/agenda-items/{item}/upload", headers={"X-CSRF-Token": token},
+                              files={"file": ("tool.exe", b"MZ" + b"0" * 500, "application/x-msdownload")})
+    assert wrong.status_code == 415 and 'data-code="ATTACHMENT_MIME_NOT_ALLOWED"' in wrong.text
+    assert "This type of file is not accepted." in wrong.text
     assert await _api_statuses(client, alice) == {"Quarterly numbers": "PENDING"}
 
 
