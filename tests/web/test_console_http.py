@@ -248,6 +248,32 @@ async def test_a_person_who_never_chose_follows_accept_language_and_a_choice_is_
     assert settings.json()["settings"]["preferences"]["language"] == "zh-CN"
 
 
+async def test_the_error_pages_language_switcher_works(client, manager, clock):
+    """A refusal that comes before the page knows its viewer (a query parameter out of bounds) is the error page
+    in words, whose switcher carries the viewer's CSRF token: switching language from it works."""
+    meeting = await _meeting(client, manager, clock)
+    await sign_in(client, manager.email)
+    refused = await client.get(f"/console/meetings/{meeting['id']}", params={"q": "x" * 101})
+    assert refused.status_code == 422 and refused.headers["content-type"].startswith("text/html")
+    assert 'data-code="VALIDATION_FAILED"' in refused.text
+    token = csrf_of(refused.text)
+    assert token == await page_csrf(client)
+    switched = await client.post("/console/language", data={"csrf_token": token, "language": "zh-CN",
+                                                             "next": "/console"})
+    assert switched.status_code == 303
+    settings = await client.get("/api/v1/social/me/settings", headers=manager.headers)
+    assert settings.json()["settings"]["preferences"]["language"] == "zh-CN"
+
+
+async def test_the_error_pages_switcher_works_before_sign_in(client):
+    refused = await client.get("/console/meetings/x/people", params={"q": "x" * 101})
+    assert refused.status_code == 422 and 'data-code="VALIDATION_FAILED"' in refused.text
+    switched = await client.post("/console/language", data={"csrf_token": csrf_of(refused.text),
+                                                             "language": "zh-CN", "next": "/console/sign-in"})
+    assert switched.status_code == 303
+    assert '<html lang="zh-CN">' in (await client.get("/console/sign-in")).text
+
+
 async def test_a_malicious_next_of_the_language_switcher_stays_here(client):
     form = await client.get("/console/sign-in")
     response = await client.post("/console/language", data={"csrf_token": csrf_of(form.text), "language": "zh-CN",

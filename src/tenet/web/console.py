@@ -30,6 +30,7 @@ from urllib.parse import quote, urlsplit
 
 import jinja2
 from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from starlette.datastructures import FormData
@@ -37,7 +38,7 @@ from starlette.datastructures import FormData
 from tenet.iam import queries as iam_queries
 from tenet.iam.principal import Principal
 from tenet.iam.tokens import digest
-from tenet.kernel.errors import DomainError
+from tenet.kernel.errors import DomainError, ValidationFailed
 from tenet.kernel.settings import KernelSettings
 from tenet.social import queries as social_queries
 from tenet.web import i18n, words
@@ -240,11 +241,12 @@ def to_sign_in(request: Request, next_path: str) -> Response:
     return see_other(location)
 
 
-def error_page(request: Request, error: DomainError) -> HTMLResponse:
+async def error_page(request: Request, error: DomainError) -> HTMLResponse:
+    """The refusal in words. When it came before the page knew its viewer (the request's own parameters were
+    refused), the viewer is resolved here, so the page's forms (the language switcher) carry the right CSRF token."""
     viewer = getattr(request.state, "viewer", None)
     if viewer is None:
-        viewer = Viewer(principal=None, session_id=None, language=i18n.choose(
-            None, request.headers.get("accept-language")), chosen_language=False, zone=None, csrf="")
+        viewer = await resolve(request)
     return render(request, viewer, "console/error.html", status_code=error.status, headers=error.headers,
                   code=str(error.code), sentence=words.sentence(str(error.code)))
 
@@ -261,8 +263,10 @@ class ConsoleRoute(APIRoute):
                 return await handler(request)
             except SignInRequired as exc:
                 return to_sign_in(request, exc.next_path)
+            except RequestValidationError:  # a page's query parameter out of bounds: the error page, in words
+                return await error_page(request, ValidationFailed("A parameter of this page is not valid"))
             except DomainError as exc:
-                return error_page(request, exc)
+                return await error_page(request, exc)
 
         return console_handler
 

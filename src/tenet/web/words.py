@@ -35,6 +35,11 @@ SENTENCES: dict[str, str] = {
     "ATTENDEE_NOT_FOUND": N_("This person has no account."),
     "REPORT_RANGE_INVALID": N_("The dates of the range are not valid."),
     "INVALID_CURSOR": N_("This page of the list is out of date; start from the first page."),
+    "UPLOAD_TASK_NOT_OWNED": N_("You have no upload task on this agenda item."),
+    "ATTACHMENT_MIME_NOT_ALLOWED": N_("This type of file is not accepted."),
+    "ATTACHMENT_MIME_MISMATCH": N_("The file's content does not match its name's type."),
+    "ATTACHMENT_TOO_LARGE": N_("The file is larger than the upload limit."),
+    "ATTACHMENT_UPLOAD_MALFORMED": N_("The upload did not arrive whole; try again."),
 }
 GENERAL = N_("The request was refused.")
 

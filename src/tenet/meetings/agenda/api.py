@@ -274,6 +274,15 @@ def _attachment_answer(row: Any, kind: str, **extra: Any) -> dict[str, Any]:
                          "`ATTACHMENT_MIME_MISMATCH`.")
 @streams_body
 async def upload_item_attachment(item_id: uuid.UUID, principal: CurrentUser, request: Request) -> Response:
+    answer = await upload_to_item(request, principal, item_id)
+    return json_response(answer, status_code=201, headers={"Location": answer.download_url})
+
+
+async def upload_to_item(request: Request, principal: Principal, item_id: uuid.UUID,
+                         fields: tuple[str, ...] = (), check: Any = None) -> ItemAttachmentRead:
+    """An agenda item's upload, as the API's route and the console's "My upload tasks" page both run it: who may,
+    the body streamed to a temp file, stored, recorded (completing the caller's oldest PENDING task on the item).
+    `check(received)` (the console's CSRF field) runs after the body, before anything is stored."""
     if not (principal.can(Permission.ATTACHMENT_UPLOAD_ANY) or principal.can(Permission.ATTACHMENT_UPLOAD_ASSIGNED)):
         raise PermissionDenied(f"Requires the permission {Permission.ATTACHMENT_UPLOAD_ASSIGNED.value}",
                                permission=Permission.ATTACHMENT_UPLOAD_ASSIGNED.value)
@@ -287,14 +296,20 @@ async def upload_item_attachment(item_id: uuid.UUID, principal: CurrentUser, req
         raise errors.UploadTaskNotOwned()
     own = _own(request)
     received = await uploads.receive(request, temp_dir=storage.temp_dir(request.app.state.settings),
-                                     max_bytes=own.meeting_attachment_max_bytes)
+                                     max_bytes=own.meeting_attachment_max_bytes, fields=fields)
+    if check is not None:
+        try:
+            check(received)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                received.path.unlink()
+            raise
     now = clock_now(request)
     stored = await _store(request, "agenda-item", received, now)
     row, flipped = await _commit(request, stored, lambda session: attachments.record_item_attachment(
         session, item_id=item_id, stored=stored, principal=principal, now=now, candidate=target["pending_task_id"]))
-    answer = ItemAttachmentRead.model_validate(_attachment_answer(row, "agenda-item", agenda_item_id=item_id,
-                                                                  task_completed_id=flipped))
-    return json_response(answer, status_code=201, headers={"Location": answer.download_url})
+    return ItemAttachmentRead.model_validate(_attachment_answer(row, "agenda-item", agenda_item_id=item_id,
+                                                                task_completed_id=flipped))
 
 
 @router.post("/meetings/{meeting_id}/attachments", status_code=201, response_model=MeetingAttachmentRead,
