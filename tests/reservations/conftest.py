@@ -17,7 +17,7 @@ from tenet.db.database import Database
 from tenet.iam import service as iam_service
 from tenet.iam.permissions import Role, Scope
 from tenet.kernel.audit import Actor
-from tests.support.invariants import assert_invariants_hold
+from tests.support.api import Api
 from tests.support.users import TestUser, UserFactory
 
 BASE = "/api/v1/reservations"
@@ -82,31 +82,19 @@ def body(hotel_id: str, items: list[str], *, request_id: str | None = None, mess
     return ("{" + ",".join(parts) + extra + "}").encode()
 
 
-class ReservationApi:
-    """The routes as calls answering raw httpx responses, with fresh tokens at the frozen clock's time."""
+class ReservationApi(Api):
+    """The reservation routes as calls (tests.support.api.Api), with the ingest's raw bodies and If-Match."""
 
-    def __init__(self, client: httpx.AsyncClient, app, clock) -> None:
-        self.client = client
-        self.app = app
-        self.clock = clock
-
-    def headers(self, who: TestUser | Caller, **extra: str) -> dict[str, str]:
-        kind = who.kind if isinstance(who, Caller) else "user"
-        token = self.app.state.access_tokens.issue(subject=who.id, kind=kind, now=self.clock.now(),
-                                                   scopes=getattr(who, "scopes", ()))
-        return {"Authorization": f"Bearer {token}", **extra}
+    base = BASE
 
     async def ingest(self, who: Caller, raw: bytes, **headers: str) -> httpx.Response:
-        return await self.client.post(f"{BASE}/ai-batches", content=raw,
-                                      headers=self.headers(who, **{"Content-Type": "application/json", **headers}))
+        return await self.call("POST", "/ai-batches", who, content=raw,
+                               headers={"Content-Type": "application/json", **headers})
 
     async def ingest_ok(self, who: Caller, raw: bytes) -> dict[str, Any]:
         response = await self.ingest(who, raw)
         assert response.status_code == 201, response.text
         return response.json()
-
-    async def get(self, who: TestUser | Caller, path: str, **params: Any) -> httpx.Response:
-        return await self.client.get(f"{BASE}{path}", params=params, headers=self.headers(who))
 
     async def task(self, who: TestUser | Caller, task_id: str) -> dict[str, Any]:
         response = await self.get(who, f"/tasks/{task_id}")
@@ -118,16 +106,17 @@ class ReservationApi:
         assert response.status_code == 200, response.text
         return response.json()
 
-    async def post(self, who: TestUser | Caller, path: str, payload: Any = None, *, version: int | None = None,
-                   **headers: str) -> httpx.Response:
+    async def post(self, who: TestUser | Caller | None, path: str, payload: Any = None, *,
+                   version: int | None = None, **headers: str) -> httpx.Response:
         if version is not None:
             headers["If-Match"] = f'"{version}"'
-        return await self.client.post(f"{BASE}{path}", json=payload, headers=self.headers(who, **headers))
+        return await self.call("POST", path, who, json=payload, headers=headers)
 
-    async def put(self, who: TestUser | Caller, path: str, payload: Any = None, *, version: int | None = None
-                  ) -> httpx.Response:
-        headers = {"If-Match": f'"{version}"'} if version is not None else {}
-        return await self.client.put(f"{BASE}{path}", json=payload, headers=self.headers(who, **headers))
+    async def put(self, who: TestUser | Caller | None, path: str, payload: Any = None, *,
+                  version: int | None = None, **headers: str) -> httpx.Response:
+        if version is not None:
+            headers["If-Match"] = f'"{version}"'
+        return await self.call("PUT", path, who, json=payload, headers=headers)
 
     async def confirm(self, who: TestUser, task_id: str, payload: dict | None = None) -> httpx.Response:
         task = await self.task(who, task_id)
@@ -223,10 +212,3 @@ async def world(db, users, clock) -> World:
     return await make_world(db, users, clock)
 
 
-async def rsv_invariants_hold(db: Database) -> None:
-    async with db.read_only() as session:
-        await assert_invariants_hold(session, prefix="RSV-")
-
-
-def code(response: httpx.Response) -> str:
-    return response.json().get("code", "")

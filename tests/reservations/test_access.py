@@ -11,7 +11,9 @@ from sqlalchemy import text
 
 from tenet.iam import service as iam_service
 from tenet.kernel.audit import Actor
-from tests.reservations.conftest import body, code, item, rsv_invariants_hold
+from tests.reservations.conftest import body, item
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 
 async def _h1(rsv, world) -> dict:
@@ -52,7 +54,7 @@ class TestHotelScope:
             for method, path, payload in _routes(ids):
                 status, found = await _call(rsv, who, method, path, payload)
                 assert status == 404, (who, method, path, status, found)
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_without_the_role_every_route_is_forbidden(self, rsv, world):
         ids = await _h1(rsv, world)
@@ -113,7 +115,7 @@ class TestHotelScope:
                 "SELECT reason FROM reservation.workflow_reservation_audit_log WHERE action = "
                 "'reservation.hotel.staff_revoked'"))).scalars().all()
         assert (left, audit) == (0, ["ACCOUNT_DELETED"])
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.parametrize("path", [
         "/orders?hotel_id=H%00", "/orders?hotel_id=H1&business_key=a%00b", "/audit-logs?hotel_id=H%00",
@@ -175,7 +177,7 @@ class TestOrderList:
         # A new batch about the key makes a new ACTIVE order; the deleted one never takes a task again.
         (later,) = (await rsv.ingest_ok(world.ingest1, body("H1", [item(cn="CL1")])))["items"]
         assert later["order_id"] != result["order_id"]
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_an_active_order_is_created_once_per_key(self, rsv, world):
         created = await rsv.post(world.agent, "/orders", {"hotel_id": "H1", "order_key_type": "GROUP_CODE",

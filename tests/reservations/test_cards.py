@@ -13,7 +13,9 @@ from tenet.reservations import tasks as reservation_jobs
 from tenet.reservations.cards.contract import CURRENT_VERSION, LEGACY_VERSION
 from tenet.reservations.cards.provider import PROVIDER
 from tenet.reservations.cards.validation import prefill, validate
-from tests.reservations.conftest import body, code, confirmable, item, rsv_invariants_hold
+from tests.reservations.conftest import body, confirmable, item
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 
 class TestDefinitions:
@@ -127,7 +129,7 @@ class TestPrefillNumbers:
         abandoned = await rsv.post(world.agent, f"/tasks/{released['id']}/abandon", {"reason": "duplicate"},
                                    version=released["version"])
         assert abandoned.status_code == 200, abandoned.text
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
 
 async def _cards(db) -> dict[int, str]:
@@ -167,7 +169,7 @@ class TestContractMigration:
                                 {"payload": {"room_type": "KING"}}, version=task["version"])
         assert resaved.json()["card"]["field_contract_version"] == CURRENT_VERSION
         assert await run_now(reservation_jobs.migrate_card_contracts, runtime) == 0
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_confirming_validates_against_the_current_contract(self, rsv, world):
         (result,) = (await rsv.ingest_ok(world.ingest1, body("H1", [item("TA_RECORDER", cn="TA1")])))["items"]

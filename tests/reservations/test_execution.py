@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from tests.reservations.conftest import body, code, confirmable, item, rsv_invariants_hold
+from tests.reservations.conftest import body, confirmable, item
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 
 async def _ready(rsv, world, raw_item: str, outcome: str = "SUCCEED", **payload) -> dict:
@@ -37,7 +39,7 @@ class TestExecute:
         assert "Ada" not in executed.text  # operation rows keep a summary, not the guest's data
         again = await rsv.execute(world.agent, result["task_id"])
         assert (again.status_code, code(again)) == (409, "TASK_NOT_READY")
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-14")
     async def test_a_failed_precheck_leaves_the_task_executing_and_the_write_unattempted(self, rsv, world, db):
@@ -58,7 +60,7 @@ class TestExecute:
         assert [[a["attempt_status"] for a in o["attempts"]] for o in after["operations"]] == [
             ["FAILED", "SUCCEEDED"], ["SUCCEEDED"]]
         assert (await rsv.task(world.agent, behind["task_id"]))["blocked"] is False
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-15")
     async def test_every_retry_is_a_new_attempt_and_names_the_count_it_saw(self, rsv, world, db):
@@ -86,7 +88,7 @@ class TestExecute:
         assert abandoned.json()["task_status"] == "FAILED"
         after = await rsv.post(world.agent, f"/operations/{write['id']}/retry", version=4)
         assert code(after) == "TASK_ALREADY_FINISHED"
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_a_write_that_timed_out_is_found_by_reference_not_done_twice(self, rsv, world, db):
         result = await _ready(rsv, world, item(cn="EX4"), "TIMEOUT_AFTER_WRITE_ONCE")
@@ -120,7 +122,7 @@ class TestBackfill:
         # Later mail about the booking finds the order by its number.
         (later,) = (await rsv.ingest_ok(world.ingest1, body("H1", [item(cn=order["order_business_key"])])))["items"]
         assert later["order_id"] == order["id"]
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-19")
     async def test_a_confirmed_number_is_the_key_and_an_active_one_merges(self, rsv, world, db):
@@ -137,7 +139,7 @@ class TestBackfill:
         assert [t["id"] for t in target["tasks"]] == [existing["task_id"], trace["task_id"]]
         # The completed new booking stays on the temporary order as its history.
         assert [t["id"] for t in temporary["tasks"]] == [new["task_id"]]
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_a_completed_cancellation_ends_its_order(self, rsv, world, db):
         result = await _ready(rsv, world, item("cancel", cn="CXL1"))
@@ -147,4 +149,4 @@ class TestBackfill:
         # The key is free again: new mail about it makes a new ACTIVE order.
         (later,) = (await rsv.ingest_ok(world.ingest1, body("H1", [item(cn="CXL1")])))["items"]
         assert later["order_id"] != result["order_id"] and later["order_status"] == "ACTIVE"
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")

@@ -9,7 +9,9 @@ import json
 import pytest
 from sqlalchemy import text
 
-from tests.reservations.conftest import BASE, body, code, item, rsv_invariants_hold
+from tests.reservations.conftest import BASE, body, item
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 
 async def _rows(db, sql: str, **params) -> list[dict]:
@@ -28,7 +30,7 @@ class TestBatchKey:
         assert {**first.json(), "replayed": True} == again.json()
         assert again.headers["location"] == f"{BASE}/ai-batches/{first.json()['batch_id']}"
         assert len(await _rows(db, "SELECT id FROM reservation.workflow_reservation_ai_batch")) == 1
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-02")
     async def test_a_request_id_reused_with_another_body_is_a_stable_409(self, rsv, world):
@@ -76,7 +78,7 @@ class TestRawJson:
         assert stored["confirmation_number"] == "CNF1"  # the key as the system compares it
         task = await rsv.task(world.agent, answer["items"][0]["task_id"])
         assert task["card"]["ai_payload_json"] == odd
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-04")
     async def test_one_transition_per_item_in_three_lists(self, rsv, world, db):
@@ -88,13 +90,13 @@ class TestRawJson:
         categories = [(i["system_process_category"], i["system_task_type"], i["task_status"]) for i in answer["items"]]
         assert categories[2:] == [("BUSINESS_TASK", "INFORMATIONAL_MESSAGE", "COMPLETED"),
                                   ("UNHANDLED_CURRENT_INTENT", "MANUAL_REVIEW", "PENDING_CONFIRM")]
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-04")
     async def test_an_empty_batch_is_a_batch(self, rsv, world, db):
         answer = await rsv.ingest_ok(world.ingest1, body("H1", []))
         assert (answer["item_count"], answer["items"]) == (0, [])
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.parametrize(("raw", "status", "wanted"), [
         (b"not json", 400, "MALFORMED_REQUEST_BODY"),
@@ -210,14 +212,14 @@ class TestAdapterContractErrors:
             == ("MANUAL_REVIEW", "FALLBACK_REVIEW", "PENDING_CONFIRM", "TEMPORARY")
         task = await rsv.task(world.agent, result["task_id"])
         assert task["card"]["ai_payload_json"] == marked  # kept, never dropped
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-06")
     async def test_a_parent_cycle(self, rsv, world, db):
         raw = body("H1", [item(cn="C1", event=1, parent=2), item(cn="C2", event=2, parent=1)])
         answer = await rsv.ingest_ok(world.ingest1, raw)
         assert [i["adapter_error_code"] for i in answer["items"]] == ["PARENT_CYCLE", "PARENT_CYCLE"]
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-06")
     async def test_a_cycle_that_appears_once_the_first_is_failed(self, rsv, world, db):
@@ -227,7 +229,7 @@ class TestAdapterContractErrors:
         raw = body("H1", [item(cn="C0", event=2), item(cn="C1", event=1, parent=1), item(cn="C1", event=1, parent=1)])
         answer = await rsv.ingest_ok(world.ingest1, raw)
         assert [i["adapter_error_code"] for i in answer["items"]] == [None, "PARENT_CYCLE", "PARENT_CYCLE"]
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
 
 class TestMapping:
@@ -245,7 +247,7 @@ class TestMapping:
         note = await rsv.task(world.agent, results[0]["task_id"])
         assert note["queue_participation"] is False and note["blocked"] is False
         assert note["card"]["prefill"]["summary"] == "Guest asks about parking"
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_the_ai_triple_is_kept_as_sent_beside_the_systems_mapping(self, rsv, world):
         raw = body("H1", [item("update", cn="K1", card="ROOMING_LIST", gc="G1"), item("TA_RECORDER", cn="K2")])
@@ -268,7 +270,7 @@ class TestOrders:
             "CONFIRMATION_NUMBER", "CNF884213", "AI_CANDIDATE")
         assert [t["execution_order"] for t in order["tasks"]] == [1, 2]
         assert [t["blocked"] for t in order["tasks"]] == [False, True]
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_the_confirmation_number_wins_over_the_group_code(self, rsv, world):
         by_group = (await rsv.ingest_ok(world.ingest1, body("H1", [item("ROOMING_LIST", gc="G7", cn="C7")])))
@@ -286,7 +288,7 @@ class TestOrders:
         order = await rsv.order(world.agent, results[0]["order_id"])
         assert order["temporary_order_code"] == f"TMP-{results[0]['order_id']}"
         assert order["created_from_task_id"] == results[0]["task_id"]
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-11")
     async def test_a_child_joins_its_parents_queue_behind_it(self, rsv, world, db):
@@ -303,7 +305,7 @@ class TestOrders:
         later = (await rsv.ingest_ok(world.ingest1, body(
             "H1", [item("VOUCHER_RECEIVED", parent=1, wait=True)], message=555)))["items"][0]
         assert later["order_id"] == parent["order_id"]
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_a_linked_group_shares_an_order(self, rsv, world):
         raw = body("H1", [item("new", group="g1"), item("TRACE_RESERVATION_NOTES", group="g1")])
@@ -318,7 +320,7 @@ class TestOrders:
                                   "(SELECT count(*) FROM reservation.workflow_reservation_task) k, "
                                   "(SELECT count(*) FROM reservation.workflow_reservation_task_card) c"))[0]
         assert counts == {"t": 4, "k": 4, "c": 4}
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_the_audit_names_the_superagent(self, rsv, world, db):
         answer = await rsv.ingest_ok(world.ingest1, body("H1", [item(cn="AU1")]))

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reservations.conftest import body, code, confirmable, item, rsv_invariants_hold
+from tests.reservations.conftest import body, confirmable, item
+from tests.support.invariants import rules_hold
+from tests.support.outcomes import code
 
 
 async def _one(rsv, world, *items: str, message: int | None = None) -> list[dict]:
@@ -31,7 +33,7 @@ class TestDrafts:
         assert (by_body.status_code, code(by_body)) == (409, "VERSION_CONFLICT")
         missing = await rsv.put(world.agent, f"/tasks/{task['id']}/card/draft", {"payload": {}})
         assert (missing.status_code, code(missing)) == (428, "PRECONDITION_REQUIRED")
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-16")
     async def test_a_draft_names_every_bad_field_and_never_echoes_a_value(self, rsv, world):
@@ -91,7 +93,7 @@ class TestConfirm:
         assert (card["confirmed_by"], card["confirmed_at"]) == (str(world.agent.id), "2026-01-05T09:00:00Z")
         again = await rsv.confirm(world.agent, task["id"])
         assert (again.status_code, code(again)) == (409, "TASK_NOT_EDITABLE")
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-16")
     async def test_confirm_checks_required_fields_and_rules(self, rsv, world):
@@ -126,7 +128,7 @@ class TestConfirm:
         assert abandon.status_code == 200 and abandon.json()["task_status"] == "FAILED"
         assert (await rsv.task(world.agent, second["task_id"]))["blocked"] is False
         await rsv.confirm_ok(world.agent, second["task_id"])
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-11")
     async def test_a_child_waits_for_its_parent_to_complete_not_just_to_finish(self, rsv, world, db):
@@ -140,7 +142,7 @@ class TestConfirm:
                                                                                          parent["task_id"])
         refused = await rsv.confirm(world.agent, child["task_id"])
         assert code(refused) == "TASK_BLOCKED" and refused.json()["blocked_reason"] == "PARENT"
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
 
 class TestConvertAndAbandon:
@@ -156,7 +158,7 @@ class TestConvertAndAbandon:
         again = await rsv.post(world.agent, f"/tasks/{task['id']}/convert", {"task_card_type": "NEW_BOOKING"},
                                version=converted.json()["version"])
         assert code(again) == "TASK_NOT_CONVERTIBLE"
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-12")
     async def test_abandon_needs_a_clean_reason_and_is_final(self, rsv, world, db):
@@ -170,7 +172,7 @@ class TestConvertAndAbandon:
                                version=done.json()["version"])
         assert (again.status_code, code(again)) == (409, "TASK_ALREADY_FINISHED")
         assert code(await rsv.confirm(world.agent, result["task_id"])) == "TASK_NOT_EDITABLE"
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
 
 class TestMove:
@@ -187,7 +189,7 @@ class TestMove:
             target_task["order_id"], 2, True)
         source = await rsv.order(world.agent, misfiled["order_id"])
         assert (source["order_status"], source["logic_deleted_reason"]) == ("LOGIC_DELETED", "EMPTIED_BY_MOVE")
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
 
     async def test_only_a_waiting_task_moves_and_only_to_an_open_order_of_its_hotel(self, rsv, world, db):
         (ready,) = await _one(rsv, world, item(cn="MV2"))
@@ -211,4 +213,4 @@ class TestMove:
         closed = await rsv.post(world.agent, f"/tasks/{other['task_id']}/move", {"order_id": created.json()["id"]},
                                 version=1)
         assert (closed.status_code, code(closed)) == (409, "ORDER_NOT_ACCEPTING_TASKS")
-        await rsv_invariants_hold(db)
+        await rules_hold(db, "RSV-")
