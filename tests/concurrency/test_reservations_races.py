@@ -15,11 +15,8 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from tenet.app import create_app
-from tenet.db.database import Database
 from tenet.iam.permissions import Scope
 from tenet.reservations import ingest, queries, service
-from tests.conftest import test_settings
 from tests.reservations.conftest import (
     ReservationApi,
     body,
@@ -27,37 +24,18 @@ from tests.reservations.conftest import (
     item,
     make_client,
 )
-from tests.support.invariants import assert_invariants_hold
-from tests.support.users import UserFactory
+from tests.support.invariants import rules_hold
+from tests.support.rows import scalar
 
 WINDOW = 0.3
 
 
 @pytest.fixture
-def race_app(committed_db, clock, tmp_path):
-    return create_app(test_settings(data_dir=tmp_path), database=committed_db, clock=clock, run_background_tasks=False)
-
-
-@pytest.fixture
-async def api(race_app, clock):
-    transport = httpx.ASGITransport(app=race_app, client=("203.0.113.9", 50000))
+async def api(committed_app, clock):
+    """The routes on the committed database (tests/concurrency/conftest.py's `committed_app`, `people`)."""
+    transport = httpx.ASGITransport(app=committed_app, client=("203.0.113.9", 50000))
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-        yield ReservationApi(client, race_app, clock)
-
-
-@pytest.fixture
-def people(race_app, committed_db, clock) -> UserFactory:
-    return UserFactory(race_app, committed_db, clock)
-
-
-async def _rsv_rules_hold(db: Database) -> None:
-    async with db.read_only() as session:
-        await assert_invariants_hold(session, prefix="RSV-")
-
-
-async def _scalar(db: Database, sql: str, **params: Any) -> Any:
-    async with db.read_only() as session:
-        return (await session.execute(text(sql), params)).scalar_one()
+        yield ReservationApi(client, committed_app, clock)
 
 
 def _slow(monkeypatch, module, name: str) -> None:
@@ -82,9 +60,9 @@ class TestIngestRaces:
         assert sorted(a.status_code for a in answers) == [200] * 7 + [201]
         assert len({a.json()["batch_id"] for a in answers}) == 1
         assert [a.json()["replayed"] for a in answers].count(False) == 1
-        assert await _scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_ai_batch") == 1
-        assert await _scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_task") == 3
-        await _rsv_rules_hold(committed_db)
+        assert await scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_ai_batch") == 1
+        assert await scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_task") == 3
+        await rules_hold(committed_db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-02")
     async def test_one_request_id_with_two_bodies_at_once(self, api, committed_db, clock, monkeypatch):
@@ -94,7 +72,7 @@ class TestIngestRaces:
                                        api.ingest(client, body("H1", [item(cn="B")], request_id="r")))
         assert sorted((a.status_code, a.json().get("code")) for a in answers) == [
             (201, None), (409, "AI_BATCH_REQUEST_ID_REUSED")]
-        await _rsv_rules_hold(committed_db)
+        await rules_hold(committed_db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-07")
     async def test_two_batches_creating_the_same_key_share_one_active_order(self, api, committed_db, clock,
@@ -107,10 +85,10 @@ class TestIngestRaces:
         assert [a.status_code for a in answers] == [201, 201]
         orders = {a.json()["items"][0]["order_id"] for a in answers}
         assert len(orders) == 1
-        assert await _scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_order") == 1
+        assert await scalar(committed_db, "SELECT count(*) FROM reservation.workflow_reservation_order") == 1
         positions = sorted(a.json()["items"][0]["execution_order"] for a in answers)
         assert positions == [1, 2]
-        await _rsv_rules_hold(committed_db)
+        await rules_hold(committed_db, "RSV-")
 
 
 async def _world(committed_db, people, clock):
@@ -139,7 +117,7 @@ class TestTaskRaces:
                                          for _ in range(2)))
         assert _codes(answers) in ([(200, None), (409, "TASK_NOT_EDITABLE")],
                                    [(200, None), (412, "PRECONDITION_FAILED")])
-        await _rsv_rules_hold(committed_db)
+        await rules_hold(committed_db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-17")
     async def test_confirm_against_move_one_wins_the_other_sees_a_newer_version(self, api, committed_db, people,
@@ -155,7 +133,7 @@ class TestTaskRaces:
         assert statuses[0] == 200 and statuses[1] in (409, 412), [a.text for a in answers]
         final = await api.task(world.agent, task["id"])
         assert (final["task_status"] == "READY") != (final["order_id"] == other["order_id"])
-        await _rsv_rules_hold(committed_db)
+        await rules_hold(committed_db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-14")
     async def test_two_executes_of_one_task_run_the_operations_once(self, api, committed_db, people, clock,
@@ -167,9 +145,9 @@ class TestTaskRaces:
         answers = await asyncio.gather(*(api.execute(world.agent, result["task_id"]) for _ in range(2)))
         assert _codes(answers) == [(200, None), (409, "TASK_NOT_READY")]
         attempts = "SELECT count(*) FROM reservation.workflow_reservation_opera_operation_attempt"
-        assert await _scalar(committed_db, attempts) == 2
-        assert await _scalar(committed_db, "SELECT count(*) FROM reservation.opera_simulator_write") == 1
-        await _rsv_rules_hold(committed_db)
+        assert await scalar(committed_db, attempts) == 2
+        assert await scalar(committed_db, "SELECT count(*) FROM reservation.opera_simulator_write") == 1
+        await rules_hold(committed_db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-15")
     async def test_two_retries_naming_the_same_attempt_count_add_one_attempt(self, api, committed_db, people, clock,
@@ -184,9 +162,9 @@ class TestTaskRaces:
         answers = await asyncio.gather(*(api.post(world.agent, f"/operations/{write['id']}/retry", version=1)
                                          for _ in range(2)))
         assert _codes(answers) == [(200, None), (412, "PRECONDITION_FAILED")]
-        assert await _scalar(committed_db, "SELECT attempt_count FROM reservation.workflow_reservation_opera_operation "
+        assert await scalar(committed_db, "SELECT attempt_count FROM reservation.workflow_reservation_opera_operation "
                              "WHERE id = :id", id=int(write["id"])) == 2
-        await _rsv_rules_hold(committed_db)
+        await rules_hold(committed_db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-09")
     async def test_end_against_an_ingest_into_the_order(self, api, committed_db, people, clock, monkeypatch):
@@ -205,7 +183,7 @@ class TestTaskRaces:
         else:
             assert landed["order_id"] == result["order_id"]
             assert answers[1].json()["code"] == "ORDER_HAS_UNFINISHED_TASKS"
-        await _rsv_rules_hold(committed_db)
+        await rules_hold(committed_db, "RSV-")
 
 
 class TestBackfillNeverWaitsOutOfOrder:
@@ -234,7 +212,7 @@ class TestBackfillNeverWaitsOutOfOrder:
         done = await api.execute(world.agent, new["task_id"])
         assert done.status_code == 200 and done.json()["task"]["task_status"] == "COMPLETED"
         assert (await api.order(world.agent, new["order_id"]))["merged_into_order_id"] == existing["order_id"]
-        await _rsv_rules_hold(committed_db)
+        await rules_hold(committed_db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-19")
     async def test_a_key_being_created_elsewhere_is_not_waited_for(self, api, committed_db, people, clock):
@@ -253,7 +231,7 @@ class TestBackfillNeverWaitsOutOfOrder:
         order = await api.order(world.agent, new["order_id"])
         assert done.json()["task"]["task_status"] == "COMPLETED"
         assert (order["order_status"], order["order_business_key"]) == ("ACTIVE", "BF2")
-        await _rsv_rules_hold(committed_db)
+        await rules_hold(committed_db, "RSV-")
 
 
 class TestMoveAgainstClosingTheTarget:
@@ -307,7 +285,7 @@ class TestMoveAgainstClosingTheTarget:
         _slow(monkeypatch, service, "load_task")
         outcome = await self._race(committed_db, world, target, misfiled, clock)
         assert outcome in (["moved", "ORDER_HAS_UNFINISHED_TASKS"], ["ORDER_NOT_ACCEPTING_TASKS", "closed"])
-        await _rsv_rules_hold(committed_db)
+        await rules_hold(committed_db, "RSV-")
 
     @pytest.mark.invariant("RSV-INV-09")
     async def test_without_the_lock_the_database_has_to_refuse_it(self, api, committed_db, people, clock,
@@ -327,4 +305,4 @@ class TestMoveAgainstClosingTheTarget:
         _slow(monkeypatch, service, "load_task")
         outcome = await self._race(committed_db, world, target, misfiled, clock)
         assert outcome == ["IntegrityError", "closed"]
-        await _rsv_rules_hold(committed_db)  # the trigger kept the rule; only the answer was lost
+        await rules_hold(committed_db, "RSV-")  # the trigger kept the rule; only the answer was lost

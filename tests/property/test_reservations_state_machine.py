@@ -10,32 +10,26 @@ connection (every unit of work is a SAVEPOINT, as in the `db` fixture), rolled b
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tenet.db.database import Database
 from tenet.iam.principal import Principal
-from tenet.kernel.errors import DomainError
 from tenet.kernel.http import ExpectedVersion
-from tenet.kernel.invariants import all_invariants, check
+from tenet.kernel.invariants import all_invariants
 from tenet.reservations import execution, ingest, lifecycles, service
 from tenet.reservations.cards import validation
 from tenet.reservations.cards.contract import SIMULATION_OUTCOMES
 from tenet.reservations.cards.provider import PROVIDER
 from tenet.reservations.permissions import POINTS
 from tests.reservations.conftest import confirmable
-from tests.support.statemachine import run_machine
+from tests.support.statemachine import DatabaseMachine, run_machine
 
 # Long by design (tens of command sequences against a real database, each checked by every detector): about
 # 150 s on a slow 2-core machine, and a failure's shrinking takes longer; the suite's 300 s would cut a run short.
@@ -105,43 +99,17 @@ def ai_item(draw: st.DrawFn) -> str:
     return json.dumps(members, separators=(",", draw(st.sampled_from([":", ": "]))))
 
 
-class ReservationCommands(RuleBasedStateMachine):
-    loop: asyncio.AbstractEventLoop
-    engine: AsyncEngine
+class ReservationCommands(DatabaseMachine):
+    outcomes = OUTCOMES
 
     def __init__(self) -> None:
         super().__init__()
-        self.connection = self.run(self.engine.connect())
-        self.transaction = self.run(self.connection.begin())
-        self.db = Database(self.engine, bind=self.connection)
-        self.now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+        self.now = self.start
         self.bodies: list[bytes] = []
         self.statuses: dict[int, str] = {}
         self.messages = 0
         self.command(lambda s: s.execute(text(
             "INSERT INTO reservation.hotel (hotel_id, created_at, updated_at) VALUES ('H1', now(), now())")))
-
-    def run(self, awaitable: Awaitable[Any]) -> Any:
-        return self.loop.run_until_complete(awaitable)
-
-    def teardown(self) -> None:
-        self.run(self.transaction.rollback())
-        self.run(self.connection.close())
-
-    def command(self, body: Callable[[Any], Awaitable[Any]]) -> Any:
-        """One unit of work; a DomainError is an allowed answer, anything else fails the run."""
-
-        async def go() -> Any:
-            async with self.db.unit_of_work() as session:
-                return await body(session)
-
-        try:
-            result = self.run(go())
-        except DomainError as exc:
-            OUTCOMES[str(exc.code)] += 1
-            return None
-        OUTCOMES["ok"] += 1
-        return result
 
     def ids(self, sql: str) -> list[int]:
         async def go() -> list[int]:
@@ -176,9 +144,6 @@ class ReservationCommands(RuleBasedStateMachine):
     def version(self, current: int, stale: bool) -> ExpectedVersion:
         return ExpectedVersion(current - 1 if stale and current > 1 else current + 1 if stale else current,
                                from_header=True)
-
-    def pick(self, items: list[Any], index: int) -> Any:
-        return items[index % len(items)]
 
     # --- ingest -------------------------------------------------------------------------------------------
 
@@ -343,7 +308,7 @@ class ReservationCommands(RuleBasedStateMachine):
             counts = (await self.connection.execute(text(ALL_COUNTS))).one()
             if not any(counts):
                 return []
-            return await check(self.connection, RSV_RULES)
+            return await self.detected("RSV-")
 
         violations = self.run(go())
         assert not violations, [(v.invariant.id, v.sample) for v in violations]

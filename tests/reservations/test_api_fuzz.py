@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import httpx
 import pytest
-import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -16,16 +15,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tenet.app import create_app
-from tests.conftest import test_settings
 from tests.reservations.conftest import body, confirmable, item
 from tests.support import widefuzz
-from tests.support.fuzz import World
+from tests.support.fuzz import World, app_schema
 
 pytestmark = pytest.mark.live_server
 
-_document = create_app(test_settings()).openapi()
-everything = schemathesis.openapi.from_dict(_document).include(path_regex=r"^/api/v1/reservations/")
+everything = app_schema(r"^/api/v1/reservations/")
 agent_routes = everything.exclude(path_regex=r"/ai-batches$")
 ingest_route = everything.include(path_regex=r"/ai-batches$")
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

@@ -3,23 +3,13 @@ again."""
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
-import sys
-
 import psycopg
 
-from tenet.db import migrate
-from tenet.demo import load_demo
-from tests.conftest import test_settings
+from tests.support.cli import demo_loaded_twice, run_cli
 
 
 def test_the_demo_shows_every_state_once_and_keeps_every_rule(scratch_database, tmp_path):
-    url = scratch_database("rsv_demo")
-    migrate.upgrade(url)
-    settings = test_settings(data_dir=tmp_path)
-    first = asyncio.run(load_demo(settings, url))
-    second = asyncio.run(load_demo(settings, url))
+    url, first, second = demo_loaded_twice(scratch_database, tmp_path, "rsv_demo")
     assert any(line.startswith("created hotel DEMO-HOTEL") and "assigned" in line for line in first)
     assert any("replayed" in line for line in first)
     assert "kept hotel DEMO-HOTEL" in second
@@ -43,6 +33,5 @@ def test_the_demo_shows_every_state_once_and_keeps_every_rule(scratch_database, 
     assert orders.get("ACTIVE", 0) >= 3 and orders.get("TEMPORARY", 0) >= 1
     assert len(backfilled) == 1 and backfilled[0][0].startswith("SIM")
     assert drafts == (1,) and errors == (1,) and failed_attempts == (2,)
-    result = subprocess.run([sys.executable, "-m", "tenet", "invariants", "check", "--database-url", url],
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = run_cli("invariants", "check", "--database-url", url)
     assert result.returncode == 0, result.stdout + result.stderr

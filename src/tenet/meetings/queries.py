@@ -65,7 +65,22 @@ def require(row: Row | None, principal: Principal, action: Action) -> Identity:
     return who
 
 
-MEETING_SQL = """
+# A meeting's attendance summary (`s.present`, ...): who counted among the required, the guests and the walk-ins
+# (a user attending without being required). One definition for the meeting's read and the manager's home.
+ATTENDANCE_COUNTS = """\
+      LEFT JOIN LATERAL (
+        SELECT count(*) FILTER (WHERE a.status = 'PRESENT' AND r.user_id IS NOT NULL) AS present,
+               count(*) FILTER (WHERE a.status = 'LATE' AND r.user_id IS NOT NULL) AS late,
+               count(*) FILTER (WHERE a.status = 'EXCUSED' AND r.user_id IS NOT NULL) AS excused,
+               count(*) FILTER (WHERE a.subject_type = 'GUEST') AS guests,
+               count(*) FILTER (WHERE a.subject_type = 'USER' AND r.user_id IS NULL) AS walk_ins
+          FROM meeting_attendance.attendances a
+          LEFT JOIN meeting_attendance.meeting_required_attendees r
+                 ON r.meeting_id = a.meeting_id AND r.user_id = a.user_id
+         WHERE a.meeting_id = m.id AND a.status <> 'VOIDED') s ON TRUE
+"""
+
+MEETING_SQL = f"""
     SELECT m.id, m.title, m.description, m.location, m.online_link, m.city, m.start_time, m.end_time, m.timezone,
            m.organizer_id, o.display_name AS organizer_name, m.late_grace_minutes, m.checkin_opens_minutes_before,
            m.checkin_closes_at, m.rotating_online_code, m.offline_checkin_enabled, m.series_id,
@@ -83,17 +98,7 @@ MEETING_SQL = """
       JOIN iam.user_account o ON o.id = m.organizer_id
       LEFT JOIN meeting_attendance.attendances mine
              ON mine.meeting_id = m.id AND mine.user_id = %(caller)s AND mine.status <> 'VOIDED'
-      LEFT JOIN LATERAL (
-        SELECT count(*) FILTER (WHERE a.status = 'PRESENT' AND r.user_id IS NOT NULL) AS present,
-               count(*) FILTER (WHERE a.status = 'LATE' AND r.user_id IS NOT NULL) AS late,
-               count(*) FILTER (WHERE a.status = 'EXCUSED' AND r.user_id IS NOT NULL) AS excused,
-               count(*) FILTER (WHERE a.subject_type = 'GUEST') AS guests,
-               count(*) FILTER (WHERE a.subject_type = 'USER' AND r.user_id IS NULL) AS walk_ins
-          FROM meeting_attendance.attendances a
-          LEFT JOIN meeting_attendance.meeting_required_attendees r
-                 ON r.meeting_id = a.meeting_id AND r.user_id = a.user_id
-         WHERE a.meeting_id = m.id AND a.status <> 'VOIDED') s ON TRUE
-     WHERE m.id = %(id)s AND m.status <> 'DELETED'
+{ATTENDANCE_COUNTS}     WHERE m.id = %(id)s AND m.status <> 'DELETED'
 """
 
 
@@ -545,22 +550,12 @@ async def people(reads: Runner, *, text: str, limit: int = 20) -> list[Row]:
 
 # The attendance counts of several meetings in one statement (the manager's home): the summary MEETING_SQL
 # computes for one meeting, for each id.
-COUNTS_SQL = """
+COUNTS_SQL = f"""
     SELECT m.id, (SELECT count(*) FROM meeting_attendance.meeting_required_attendees r WHERE r.meeting_id = m.id)
              AS expected,
            s.present, s.late, s.excused, s.guests, s.walk_ins
       FROM meeting_attendance.meetings m
-      LEFT JOIN LATERAL (
-        SELECT count(*) FILTER (WHERE a.status = 'PRESENT' AND r.user_id IS NOT NULL) AS present,
-               count(*) FILTER (WHERE a.status = 'LATE' AND r.user_id IS NOT NULL) AS late,
-               count(*) FILTER (WHERE a.status = 'EXCUSED' AND r.user_id IS NOT NULL) AS excused,
-               count(*) FILTER (WHERE a.subject_type = 'GUEST') AS guests,
-               count(*) FILTER (WHERE a.subject_type = 'USER' AND r.user_id IS NULL) AS walk_ins
-          FROM meeting_attendance.attendances a
-          LEFT JOIN meeting_attendance.meeting_required_attendees r
-                 ON r.meeting_id = a.meeting_id AND r.user_id = a.user_id
-         WHERE a.meeting_id = m.id AND a.status <> 'VOIDED') s ON TRUE
-     WHERE m.id = ANY(%(ids)s) AND m.status <> 'DELETED'
+{ATTENDANCE_COUNTS}     WHERE m.id = ANY(%(ids)s) AND m.status <> 'DELETED'
 """
 
 
