@@ -60,7 +60,10 @@ async def test_the_worker_outlives_a_database_restart(private_postgres, tmp_path
 
         job_app = build_job_app(private_postgres.url)
         async with job_app.open_async():
-            job_id = await job_app.configure_task("kernel:deliver_outbox").defer_async(timestamp=int(time.time()))
+            # Its own queueing lock: the worker's periodic deferrer may have queued this minute's delivery under
+            # the task's lock ("periodic:deliver_outbox") already, and a second job under it is refused.
+            delivery = job_app.configure_task("kernel:deliver_outbox", queueing_lock="test:after-restart")
+            job_id = await delivery.defer_async(timestamp=int(time.time()))
         with psycopg.connect(private_postgres.url, autocommit=True) as connection:
             deadline = time.monotonic() + 90
             while (status := connection.execute("SELECT status::text FROM procrastinate_jobs WHERE id = %s",
