@@ -8,7 +8,6 @@ retries such a mailbox on its own (no retry storm); `POST /mailboxes/{id}/resync
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,14 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique
+from tenet.kernel.emails import InvalidEmail, clean_email, normalize_email
 from tenet.kernel.errors import DomainError
 from tenet.kernel.transitions import Refusal, transition
 from tenet.meetings import audit
 from tenet.meetings.outlook import errors, lifecycles, webhook
 from tenet.meetings.outlook.graph import GraphClient, GraphError
 from tenet.meetings.outlook.models import MAILBOX_ADDRESS_LIVE, OutlookDeltaCursor, OutlookMailbox, OutlookNotification
-
-_ADDRESS = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+\Z")
 
 HINT_DENIED = ("Exchange refuses this application the mailbox (RBAC for Applications or an Application Access "
                "Policy scopes the app's Calendars.Read). Add the mailbox to the app's management scope, allow for the "
@@ -35,11 +33,12 @@ HINT_INVALID = ("Graph knows no mailbox at this address, or the mailbox is not e
 
 
 def normalise(address: str) -> str:
-    """Addresses compare case-insensitively (SMTP local parts in Exchange do): stored trimmed and lower-case."""
-    value = address.strip().lower()
-    if len(value) > 320 or not _ADDRESS.match(value):
-        raise errors.MailboxAddressInvalid()
-    return value
+    """The platform's one email rule (kernel.emails, `email-v1`: checked, NFKC, trimmed, lower-case; Exchange
+    compares local parts case-insensitively too), so a mailbox and an account with one address compare equal."""
+    try:
+        return normalize_email(clean_email(address))
+    except InvalidEmail:
+        raise errors.MailboxAddressInvalid() from None
 
 
 @dataclass(frozen=True)
