@@ -1,4 +1,3 @@
-
 """Each mailbox's Graph subscription on `/users/{id}/events` (spec layer 1; GRAPH.md "Subscriptions"): created
 when missing, renewed within the policy's margin before expiry, recreated when Graph forgot it (404 on renewal,
 `subscriptionRemoved`), reauthorized on `reauthorizationRequired`. `missed` and a recreation ask for a full delta
