@@ -76,3 +76,33 @@ async def test_a_takeover_racing_a_release_is_ordered_by_the_binding_lock(commit
         status = (await session.execute(text("SELECT status FROM meeting_attendance.outlook_bindings"))).scalar_one()
     assert status == "RELEASED"
     await rules_hold(committed_db, "MA-")
+
+
+@pytest.mark.invariant("MA-INV-30")
+async def test_a_takeover_onto_an_event_bound_meanwhile_is_refused_with_the_stable_code(committed_db, monkeypatch):
+    """A takeover naming the new mailbox's copy of the event, and a new binding of that copy, both pass the friendly
+    pre-check; the binding commits first, so the takeover's UPDATE is the one the partial unique index refuses, and
+    it answers the same 409 a later request would (it was an unmapped IntegrityError, a 500)."""
+    pool = await _pool(committed_db)
+    async with committed_db.unit_of_work() as session:
+        made = await bindings.create_binding(session, principal_id=pool["user"], mailbox_id=pool["mailbox"],
+                                             graph_event_id="AAMk-series", sync_from=None, now=NOW)
+        await session.execute(text(
+            "INSERT INTO meeting_attendance.outlook_candidates (mailbox_id, graph_event_id, type, subject, "
+            "start_at, end_at, last_seen_at) VALUES (:m, 'AAMk-copy', 'seriesMaster', 'Weekly', :t, :t, :t)"),
+            {"m": pool["other"], "t": NOW})
+    pre_check = bindings._already_bound
+
+    async def after_a_pause(session, graph_event_id, *, other_than=None):
+        await pre_check(session, graph_event_id, other_than=other_than)
+        await asyncio.sleep(0.6 if other_than is not None else 0.2)  # the takeover writes last
+
+    monkeypatch.setattr(bindings, "_already_bound", after_a_pause)
+    takeover, binding = await asyncio.gather(
+        _attempt(committed_db, bindings.take_over, principal_id=pool["user"], binding_id=made.id,
+                 mailbox_id=pool["other"], graph_event_id="AAMk-copy", sync_from=None),
+        _attempt(committed_db, bindings.create_binding, principal_id=pool["user"], mailbox_id=pool["other"],
+                 graph_event_id="AAMk-copy", sync_from=None))
+    assert binding[0] == "won"
+    assert takeover == ("lost", "OUTLOOK_EVENT_ALREADY_BOUND")
+    await rules_hold(committed_db, "MA-")

@@ -13,10 +13,11 @@ import uuid
 from datetime import datetime
 
 from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.audit import Actor
-from tenet.kernel.db_errors import add_unique
+from tenet.kernel.db_errors import add_unique, violated_constraint
 from tenet.kernel.errors import DomainError, PreconditionFailed
 from tenet.kernel.transitions import Refusal, transition
 from tenet.meetings import audit
@@ -108,10 +109,15 @@ async def take_over(session: AsyncSession, *, principal_id: uuid.UUID, binding_i
         await _already_bound(session, event_id, other_than=binding_id)
     old = {"mailbox_id": before.mailbox_id, "bound_by_id": before.bound_by_id, "sync_from": before.sync_from}
     name = "takeover" if before.status == "ACTIVE" else "takeover_pending"
-    row = await transition(session, lifecycles.BINDING, name, model=OutlookBinding, id=binding_id,
-                           expected_version=expected_version, refuse=_refuse,
-                           values={"mailbox_id": mailbox_id, "bound_by_id": principal_id, "graph_event_id": event_id,
-                                   "sync_from": sync_from or now, "updated_at": now})
+    try:
+        row = await transition(session, lifecycles.BINDING, name, model=OutlookBinding, id=binding_id,
+                               expected_version=expected_version, refuse=_refuse,
+                               values={"mailbox_id": mailbox_id, "bound_by_id": principal_id,
+                                       "graph_event_id": event_id, "sync_from": sync_from or now, "updated_at": now})
+    except IntegrityError as exc:  # the new mailbox's event was bound meanwhile (MA-INV-30 decides the race)
+        if violated_constraint(exc) != BINDING_EVENT_ACTIVE:
+            raise
+        raise errors.EventAlreadyBound() from None
     await audit.record(session, action=audit.Action.OUTLOOK_BINDING_TAKEN_OVER,
                        resource=audit.Resource.OUTLOOK_BINDING, resource_id=binding_id, now=now,
                        actor=Actor.user(principal_id), before=old,
