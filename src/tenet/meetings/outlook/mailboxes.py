@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.emails import InvalidEmail, clean_email, normalize_email
-from tenet.kernel.errors import DomainError
+from tenet.kernel.errors import DomainError, PreconditionFailed
 from tenet.kernel.transitions import Refusal, transition
 from tenet.meetings import audit
 from tenet.meetings.outlook import errors, lifecycles, webhook
@@ -111,6 +111,8 @@ async def add_mailbox(session: AsyncSession, *, principal_id: uuid.UUID, address
 def _refuse(refusal: Refusal[OutlookMailbox]) -> DomainError:
     if refusal.reason == "missing":
         return errors.MailboxNotFound()
+    if refusal.reason == "version":  # If-Match named another version
+        return PreconditionFailed(current_version=refusal.version)
     return errors.MailboxDisabled(current_state=refusal.status)
 
 
@@ -157,3 +159,19 @@ async def request_replay(session: AsyncSession, *, principal_id: uuid.UUID, mail
                        actor=Actor.user(principal_id), after={"since": since, "notifications": count})
     await webhook.defer_in(session, webhook.PROCESS_TASK, queueing_lock=webhook.PROCESS_LOCK)
     return count
+
+
+async def disable(session: AsyncSession, *, principal_id: uuid.UUID, mailbox_id: uuid.UUID, now: datetime,
+                  expected_version: int | None = None) -> OutlookMailbox:
+    """The operator stops reading a mailbox: DISABLED (terminal; its address may be added again as a new source).
+    No Graph call here: the subscriptions job deletes its Graph subscription at its next pass (Tenet's own object,
+    the only kind of write Tenet ever sends to Graph). Bindings whose source it was stay as they are and stop
+    syncing until taken over from another mailbox. Audited (MA-INV-40)."""
+    before = await session.scalar(select(OutlookMailbox.state).where(OutlookMailbox.id == mailbox_id))
+    row = await transition(session, lifecycles.MAILBOX, "disable", model=OutlookMailbox, id=mailbox_id,
+                           values={"updated_at": now}, expected_version=expected_version, refuse=_refuse,
+                           status_attr="state")
+    await audit.record(session, action=audit.Action.OUTLOOK_MAILBOX_DISABLED, resource=audit.Resource.OUTLOOK_MAILBOX,
+                       resource_id=mailbox_id, now=now, actor=Actor.user(principal_id), before={"state": before},
+                       after={"state": row.state})
+    return row
