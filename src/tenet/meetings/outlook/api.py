@@ -20,7 +20,7 @@ from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.reads import Runner
 from tenet.kernel.settings import KernelSettings, section
 from tenet.kernel.statements import statements
-from tenet.meetings.outlook import bindings, cleanup, graph, mailboxes, policy, queries, webhook
+from tenet.meetings.outlook import bindings, cleanup, mailboxes, policy, queries, webhook
 from tenet.meetings.outlook.permissions import MANAGE, TAG
 from tenet.meetings.outlook.schemas import (
     Accepted,
@@ -102,10 +102,7 @@ async def add_mailbox(body: MailboxCreate, principal: Manager, session: SessionD
                       settings: SettingsDep, request: Request) -> Response:
     on = _on(settings)
     address = mailboxes.normalise(body.address)
-    rules = policy.Policy.from_row(await queries.policy(reads(request)))
-    async with graph.client_for(on, max_concurrent=rules.max_concurrent_requests, max_attempts=2,
-                                retry_base_seconds=rules.retry_base_seconds, max_retry_sleep=2.0) as client:
-        access = await mailboxes.check_access(client, address)
+    access = await mailboxes.check_access_with_policy(reads(request), on, address)
     row = await mailboxes.add_mailbox(session, principal_id=principal.id, address=address, kind=body.kind,
                                       access=access, now=now)
     await session.flush()

@@ -19,11 +19,14 @@ from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.emails import InvalidEmail, clean_email, normalize_email
 from tenet.kernel.errors import DomainError, PreconditionFailed
+from tenet.kernel.reads import Runner
 from tenet.kernel.transitions import Refusal, transition
 from tenet.meetings import audit
-from tenet.meetings.outlook import errors, lifecycles, webhook
+from tenet.meetings.outlook import errors, lifecycles, policy, queries, webhook
+from tenet.meetings.outlook import graph as graph_client
 from tenet.meetings.outlook.graph import GraphClient, GraphError
 from tenet.meetings.outlook.models import MAILBOX_ADDRESS_LIVE, OutlookDeltaCursor, OutlookMailbox, OutlookNotification
+from tenet.meetings.settings import MeetingSettings
 
 HINT_DENIED = ("Exchange refuses this application the mailbox (RBAC for Applications or an Application Access "
                "Policy scopes the app's Calendars.Read). Add the mailbox to the app's management scope, allow for the "
@@ -71,6 +74,15 @@ async def check_access(graph: GraphClient, address: str) -> Access:
             return Access("INVALID", user_id, exc, HINT_INVALID)
         raise _unavailable(exc) from exc
     return Access("OK", user_id)
+
+
+async def check_access_with_policy(runner: Runner, settings: MeetingSettings, address: str) -> Access:
+    """The access check as adding a mailbox runs it (the API's route and the console's form): under the stored
+    policy's concurrency, with two attempts and short retry sleeps, before any transaction is open."""
+    rules = policy.Policy.from_row(await queries.policy(runner))
+    async with graph_client.client_for(settings, max_concurrent=rules.max_concurrent_requests, max_attempts=2,
+                                       retry_base_seconds=rules.retry_base_seconds, max_retry_sleep=2.0) as client:
+        return await check_access(client, address)
 
 
 def _unavailable(exc: GraphError) -> errors.GraphUnavailable:

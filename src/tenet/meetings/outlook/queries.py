@@ -169,3 +169,16 @@ async def cleanup_rows(runner: Runner, *, now: datetime) -> tuple[list[Row], lis
     counts = await runner.one(LAUNCH_COUNTS_SQL)
     assert counts is not None  # an aggregate without FROM always answers one row
     return series_rows, masters, counts
+
+
+RECENT_RUNS_SQL = f"""
+    SELECT r.id, r.mailbox_id, r.kind, r.status, r.started_at, r.finished_at, r.counts, r.graph_requests,
+           r.error_code, r.error_request_id
+      FROM {_S}.outlook_sync_runs r
+     WHERE r.mailbox_id = %(mailbox)s
+     ORDER BY r.started_at DESC, r.id DESC LIMIT %(limit)s"""
+
+
+async def recent_runs(runner: Runner, *, mailbox_id: uuid.UUID, limit: int = 20) -> list[Row]:
+    """A mailbox's last sync runs, newest first (the console's drift chart and table)."""
+    return await runner.all(RECENT_RUNS_SQL, {"mailbox": mailbox_id, "limit": limit})
