@@ -248,9 +248,17 @@ class DeltaRound:
         async with self.db.read_only() as session:
             rows = await (await statements(session)).all(_TOUCHED, {"mailbox": state.mailbox_id, "ids": ids})
         for row in rows:
-            if row["id"] not in state.synced:
-                state.synced.add(row["id"])
+            if row["id"] in state.synced:
+                continue
+            state.synced.add(row["id"])
+            try:
                 await self.binder.run(row["id"], now=now, counts=state.counts)
+            except GraphError as exc:
+                # One binding's failed read must not hold the mailbox's cursor: reconciliation repairs it.
+                state.counts["binding_failures"] = state.counts.get("binding_failures", 0) + 1
+                log.warning("outlook binding sync failed in a delta round", extra={
+                    "binding_id": str(row["id"]), "graph_status": exc.status, "graph_code": exc.code,
+                    "graph_request_id": exc.request_id})
 
     async def _finish(self, state: RoundState, now: datetime) -> None:
         async with self.db.unit_of_work() as session:
