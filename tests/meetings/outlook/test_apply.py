@@ -290,3 +290,27 @@ async def test_missed_notifications_then_reconciliation_repairs_the_drift(ma, ma
     assert again["updated"] == 0  # no drift left
     assert_read_only(graph)
     await rules_hold(db, "MA-")
+
+
+async def test_exceptions_move_their_meeting_a_cancelled_occurrence_cancels_it_a_deleted_series_cancels_all(
+        ma, manager, graph, world, db, job_runtime):
+    binding = await _bind(ma, manager, world)
+    await _sync(job_runtime, binding)
+    moved, called_off = datetime(2026, 4, 6, 16, 0, tzinfo=UTC), datetime(2026, 4, 13, 16, 0, tzinfo=UTC)
+    box = world["box"]
+    box.edit_occurrence(world["series"], moved, start="2026-04-07T14:00", end="2026-04-07T15:30",
+                        location="Annex")
+    box.edit_occurrence(world["series"], called_off, is_cancelled=True)
+    result = await _sync(job_runtime, binding)
+    assert result["updated"] == 1 and result["cancelled"] == 1 and result["created"] == 0, result
+    rows = {m["original_start"]: m for m in await _meetings(db, binding)}
+    assert rows[moved]["start_time"] == datetime(2026, 4, 7, 21, 0, tzinfo=UTC)  # 14:00 PDT
+    assert rows[moved]["end_time"] == datetime(2026, 4, 7, 22, 30, tzinfo=UTC)
+    assert rows[moved]["location"] == "Annex" and rows[moved]["series_occurrence_date"] == date(2026, 4, 6)
+    assert rows[called_off]["status"] == "CANCELLED"
+    box.delete_event(world["series"])
+    result = await _sync(job_runtime, binding)
+    assert result["cancelled"] == MONDAYS - 1, result
+    assert {m["status"] for m in await _meetings(db, binding)} == {"CANCELLED"}
+    assert_read_only(graph)
+    await rules_hold(db, "MA-")
