@@ -295,6 +295,18 @@ class GraphClient:
                 return
             response = await self.get(link, prefer=prefer)
 
+    async def instances(self, user: str, master_id: str, span: tuple[datetime, datetime], *,
+                        page_size: int) -> list[dict[str, Any]]:
+        """A series' occurrences and exceptions overlapping the span (`/events/{id}/instances`, every page): the
+        only place an occurrence deleted in Outlook shows, by its absence (GRAPH.md "Delta")."""
+        found: list[dict[str, Any]] = []
+        params = {"startDateTime": span[0].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "endDateTime": span[1].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        async for page in self.pages(f"/users/{_segment(user)}/events/{_segment(master_id)}/instances",
+                                     params=params, page_size=page_size):
+            found.extend(i for i in page.get("value") or [] if isinstance(i, dict))
+        return found
+
     async def delta_page(self, link_or_path: str, *, params: Mapping[str, Any] | None = None,
                          page_size: int) -> dict[str, Any]:
         """One page of calendarView/delta: a first call (path + window) or a stored next/delta link."""
