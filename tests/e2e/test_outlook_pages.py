@@ -88,6 +88,17 @@ async def test_a_manager_adds_a_mailbox_binds_from_the_pool_and_truncates_the_lo
     await page.click("#candidates form.bind button")
     await page.wait_for_selector("#binding")
     assert "room@contoso.com" in await page.text_content("#source")
+    # The worker's first sync of the binding writes the series' meetings (one unit of work per batch): the binding
+    # turns ACTIVE and keeps them.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if await page.query_selector("#binding [data-status='ACTIVE']") and \
+                int(await page.text_content("#linked-meetings")) >= 10:
+            break
+        await page.wait_for_timeout(500)
+        await page.reload()
+    assert await page.query_selector("#binding [data-status='ACTIVE']"), worker.output[-2000:]
+    assert int(await page.text_content("#linked-meetings")) >= 10, worker.output[-2000:]
 
     await page.goto(f"{server.url}/console/outlook/cleanup")
     article = f"#series-{local['id']}"

@@ -212,7 +212,6 @@ async def create_binding(body: BindingCreate, principal: Manager, session: Sessi
     _on(settings)
     row = await bindings.create_binding(session, principal_id=principal.id, mailbox_id=body.mailbox_id,
                                         graph_event_id=body.graph_event_id, sync_from=body.sync_from, now=now)
-    await webhook.defer_binding_sync(session, binding_id=row.id, mailbox_id=row.mailbox_id)  # its first sync
     return await _binding_answer(session, row.id, status_code=201)
 
 
@@ -242,10 +241,9 @@ async def get_binding(binding_id: uuid.UUID, principal: Manager, request: Reques
 async def take_over(binding_id: uuid.UUID, body: Takeover, principal: Manager, session: SessionDep, now: NowDep,
                     settings: SettingsDep, if_match: IfMatch = None) -> Response:
     _on(settings)
-    row = await bindings.take_over(session, principal_id=principal.id, binding_id=binding_id,
+    await bindings.take_over(session, principal_id=principal.id, binding_id=binding_id,
                                    mailbox_id=body.mailbox_id, graph_event_id=body.graph_event_id,
                                    sync_from=body.sync_from, now=now, expected_version=if_match_version(if_match))
-    await webhook.defer_binding_sync(session, binding_id=binding_id, mailbox_id=row.mailbox_id)  # the new source
     return await _binding_answer(session, binding_id)
 
 
@@ -275,8 +273,6 @@ async def remove_exclusion(binding_id: uuid.UUID, body: ExclusionBody, principal
     _on(settings)
     await bindings.include_again(session, principal_id=principal.id, binding_id=binding_id,
                                  original_start=body.original_start, now=now)
-    row = await bindings.lock_binding(session, binding_id)
-    await webhook.defer_binding_sync(session, binding_id=binding_id, mailbox_id=row.mailbox_id)  # resumes it
     return Response(status_code=204)
 
 
