@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from tests.e2e.test_console_pages import BASE, _person, _sign_in, _token, watched  # noqa: F401  (a fixture)
+from tests.e2e.test_console_pages import BASE, _person, _sign_in, _token
 
 pytestmark = pytest.mark.live_server
 PDF = b"%PDF-1.7\n" + b"0" * (3 * 1024 * 1024) + b"\n%%EOF\n"
