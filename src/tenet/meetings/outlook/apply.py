@@ -268,7 +268,7 @@ class BindingSync:
                         await self._apply(session, target, series, item, guard, users, now, counts)
                     await self._touch(session, target, now)
             except Superseded:
-                counts["superseded"] += len(items) - offset - 1  # the caller counts one more
+                counts["superseded"] += max(len(items) - offset, 1) - 1  # the items left; the caller counts one
                 raise
 
     async def _touch(self, session: AsyncSession, target: Target, now: datetime) -> None:
