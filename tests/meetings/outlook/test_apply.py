@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import text
 
 from tenet.kernel.jobs import run_now
-from tenet.meetings.outlook import tasks
+from tenet.meetings.outlook import reconcile, tasks
+from tenet.meetings.outlook.policy import DEFAULT_POLICY
 from tests.meetings.outlook.conftest import assert_read_only
 from tests.support.invariants import rules_hold
 from tests.support.outcomes import code
@@ -294,6 +295,7 @@ async def test_missed_notifications_then_reconciliation_repairs_the_drift(ma, ma
 
 async def test_exceptions_move_their_meeting_a_cancelled_occurrence_cancels_it_a_deleted_series_cancels_all(
         ma, manager, graph, world, db, job_runtime):
+    graph.settings.original_start_requires_select = True  # as Graph sometimes does: the sync selects it
     binding = await _bind(ma, manager, world)
     await _sync(job_runtime, binding)
     moved, called_off = datetime(2026, 4, 6, 16, 0, tzinfo=UTC), datetime(2026, 4, 13, 16, 0, tzinfo=UTC)
@@ -314,3 +316,32 @@ async def test_exceptions_move_their_meeting_a_cancelled_occurrence_cancels_it_a
     assert {m["status"] for m in await _meetings(db, binding)} == {"CANCELLED"}
     assert_read_only(graph)
     await rules_hold(db, "MA-")
+
+
+async def test_a_delta_round_applies_a_changed_occurrence_and_a_changed_single_event(
+        ma, manager, graph, world, db, job_runtime):
+    series, single = await _bind(ma, manager, world), await _bind(ma, manager, world, "single")
+    for binding in (series, single):
+        await _sync(job_runtime, binding)
+    edited = datetime(2026, 5, 4, 16, 0, tzinfo=UTC)
+    world["box"].edit_occurrence(world["series"], edited, subject="Offsite")
+    world["box"].update_event(world["single"], subject="Board (moved)", start="2026-01-13T11:00",
+                              end="2026-01-13T12:00")
+    result = await run_now(tasks.outlook_delta_round, job_runtime, mailbox_id=world["mailbox"]["id"])
+    assert result["updated"] == 2 and result["created"] == 0 and result["cancelled"] == 0, result
+    rows = {m["original_start"]: m for m in await _meetings(db, series)}
+    assert rows[edited]["title"] == "Offsite"
+    assert {m["title"] for k, m in rows.items() if k != edited} == {"Weekly sync"}
+    [moved] = await _meetings(db, single)
+    assert moved["title"] == "Board (moved)" and moved["start_time"] == datetime(2026, 1, 13, 19, 0, tzinfo=UTC)
+    # Nothing changed since: the next round writes nothing.
+    again = await run_now(tasks.outlook_delta_round, job_runtime, mailbox_id=world["mailbox"]["id"])
+    assert again["updated"] == 0, again
+    assert_read_only(graph)
+    await rules_hold(db, "MA-")
+
+
+def test_the_reconciliation_cron_is_read_in_utc_minutes():
+    rules = DEFAULT_POLICY  # "17 * * * *"
+    assert reconcile.due(rules, datetime(2026, 1, 5, 9, 17, 42, tzinfo=UTC))
+    assert not reconcile.due(rules, datetime(2026, 1, 5, 9, 18, tzinfo=UTC))

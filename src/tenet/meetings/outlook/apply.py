@@ -156,7 +156,7 @@ class BindingSync:
 
     async def _get(self, target: Target, event_id: str) -> dict[str, Any] | None:
         try:
-            return await self.client.event(target.user, event_id)
+            return await self.client.event(target.user, event_id, select=mirror.SELECT)
         except GraphError as exc:
             if exc.status == 404:
                 return None
@@ -194,7 +194,7 @@ class BindingSync:
             counts["skipped"] += 1
             return
         found = await self.client.instances(target.user, target.graph_event_id, self.span,
-                                            page_size=self.rules.batch_size)
+                                            page_size=self.rules.batch_size, select=mirror.SELECT)
         items = await self._plan(target, master, found, links, zone)
         series_id = await self._ensure_series(target, fields, now)
         await self._batches(target, series_id, items, now, counts)
@@ -268,7 +268,7 @@ class BindingSync:
                         await self._apply(session, target, series, item, guard, users, now, counts)
                     await self._touch(session, target, now)
             except Superseded:
-                counts["superseded"] += len(items) - offset - 1  # the caller counts one more
+                counts["superseded"] += max(len(items) - offset, 1) - 1  # the items left; the caller counts one
                 raise
 
     async def _touch(self, session: AsyncSession, target: Target, now: datetime) -> None:

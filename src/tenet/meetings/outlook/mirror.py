@@ -20,6 +20,9 @@ from tenet.meetings.outlook import times
 from tenet.meetings.times import zone as load_zone
 
 UNTITLED = "(no subject)"
+# What the sync reads of an event, named: Graph sometimes gives an occurrence's `originalStart` only when selected.
+SELECT = ("id,type,seriesMasterId,subject,body,start,end,location,onlineMeeting,onlineMeetingUrl,isCancelled,"
+          "attendees,changeKey,originalStart,originalStartTimeZone,recurrence,organizer")
 _SPACE = re.compile(r"[ \t\r\f\v]+")
 _LINES = re.compile(r"\n{3,}")
 _DAYS = {"sunday": "SU", "monday": "MO", "tuesday": "TU", "wednesday": "WE", "thursday": "TH", "friday": "FR",
