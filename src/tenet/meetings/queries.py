@@ -576,6 +576,15 @@ async def people(reads: Runner, *, text: str, limit: int = 20) -> list[Row]:
     return await reads.all(PEOPLE_SQL, {"pattern": f"%{escaped}%", "limit": limit})
 
 
+async def display_names(reads: Runner, *, user_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The current names of accounts (a published column of identity), for ids an audit trail names; one statement."""
+    if not user_ids:
+        return {}
+    rows = await reads.all("SELECT u.id, u.display_name FROM iam.user_account u WHERE u.id = ANY(%(ids)s)",
+                           {"ids": user_ids})
+    return {r["id"]: r["display_name"] for r in rows}
+
+
 # The attendance counts of several meetings in one statement (the manager's home): the summary MEETING_SQL
 # computes for one meeting, for each id.
 COUNTS_SQL = f"""
