@@ -246,11 +246,39 @@ def summary_row(row: Row, principal: Principal, now: datetime) -> dict[str, Any]
             "my_identity": who.value if who else "none"}
 
 
+# A meeting whose full view the caller has (required, organizer or creator; managers see every one): filters on
+# what the restricted view hides (the series, the organizer) match only these, so a walk-in cannot learn them by
+# filtering.
+DETAILS_VISIBLE = """(m.organizer_id = %(caller)s OR m.created_by_id = %(caller)s
+    OR EXISTS (SELECT 1 FROM meeting_attendance.meeting_required_attendees v
+                WHERE v.meeting_id = m.id AND v.user_id = %(caller)s))"""
+# The organizer filter of the console: the text in the organizer's name or email (case-insensitive; `%`, `_` and
+# backslash literal), as the people search matches.
+ORGANIZER_FILTER = r"""EXISTS (SELECT 1 FROM iam.user_account o WHERE o.id = m.organizer_id
+    AND (o.display_name ILIKE %(organizer)s ESCAPE '\' OR o.email_normalized ILIKE %(organizer)s ESCAPE '\'))"""
+
+
+def contains_pattern(text: str) -> str:
+    """An ILIKE pattern for `text` anywhere, its `%`, `_` and backslash taken literally."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 async def meetings(reads: Runner, *, principal: Principal, scope: str, start: datetime | None, end: datetime | None,
                    status: str | None, series_id: uuid.UUID | None, page: PageParams,
-                   now: datetime) -> tuple[list[dict[str, Any]], str | None]:
-    """Meetings by start time (keyset). Managers may ask for all; everyone else sees their own."""
+                   now: datetime, city: str | None = None,
+                   organizer: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """Meetings by start time (keyset). Managers may ask for all; everyone else sees their own. `city` matches the
+    meeting's city case-insensitively; `organizer` is text in the organizer's name or email."""
     filters, params = ["TRUE"], {"caller": principal.id, "now": now}
+    city, organizer = (city or "").strip() or None, (organizer or "").strip() or None
+    if (series_id is not None or organizer) and not is_manager(principal):
+        filters.append(DETAILS_VISIBLE)
+    if city:
+        filters.append("lower(m.city) = lower(%(city)s)")
+        params["city"] = city
+    if organizer:
+        filters.append(ORGANIZER_FILTER)
+        params["organizer"] = contains_pattern(organizer)
     if start is not None:
         filters.append("m.start_time >= %(from)s")
         params["from"] = start
@@ -546,6 +574,15 @@ async def people(reads: Runner, *, text: str, limit: int = 20) -> list[Row]:
         return []
     escaped = cleaned.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return await reads.all(PEOPLE_SQL, {"pattern": f"%{escaped}%", "limit": limit})
+
+
+async def display_names(reads: Runner, *, user_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The current names of accounts (a published column of identity), for ids an audit trail names; one statement."""
+    if not user_ids:
+        return {}
+    rows = await reads.all("SELECT u.id, u.display_name FROM iam.user_account u WHERE u.id = ANY(%(ids)s)",
+                           {"ids": user_ids})
+    return {r["id"]: r["display_name"] for r in rows}
 
 
 # The attendance counts of several meetings in one statement (the manager's home): the summary MEETING_SQL

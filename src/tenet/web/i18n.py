@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -49,6 +50,12 @@ def translations(language: str) -> NullTranslations:
     write_mo(compiled, catalog)
     compiled.seek(0)
     return Translations(compiled)
+
+
+@cache
+def _locale(language: str) -> Locale:
+    """Babel's CLDR data of a language, parsed once (Locale.parse builds a new object on every call)."""
+    return Locale.parse(_BABEL[language])
 
 
 def supported(tag: str | None) -> str | None:
@@ -88,7 +95,7 @@ class Formats:
 
     @property
     def locale(self) -> Locale:
-        return Locale.parse(_BABEL[self.language])
+        return _locale(self.language)
 
     def datetime(self, value: dt.datetime, zone: str) -> str:
         return format_datetime(value, "medium", tzinfo=ZoneInfo(zone), locale=self.locale)
@@ -98,6 +105,21 @@ class Formats:
 
     def time(self, value: dt.datetime, zone: str) -> str:
         return format_time(value, "short", tzinfo=ZoneInfo(zone), locale=self.locale)
+
+    def clock_times(self, zone: str) -> Callable[[dt.datetime], str]:
+        """`time` for many values of one zone (a board's check-in times): the short format shows hours and
+        minutes only, so each distinct minute is formatted once (a burst of check-ins shares a few minutes)."""
+        shown: dict[dt.datetime, str] = {}
+        tzinfo = ZoneInfo(zone)
+
+        def clock_time(value: dt.datetime) -> str:
+            minute = value.astimezone(tzinfo).replace(second=0, microsecond=0)
+            text = shown.get(minute)
+            if text is None:
+                text = shown[minute] = format_time(minute, "short", tzinfo=tzinfo, locale=self.locale)
+            return text
+
+        return clock_time
 
     def day(self, value: dt.date) -> str:
         return format_date(value, "full", locale=self.locale)

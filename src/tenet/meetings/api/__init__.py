@@ -10,8 +10,17 @@ from tenet.meetings.agenda import permissions as agenda_permissions
 from tenet.meetings.api import attendances, audit, checkin, meetings, reports, series, templates
 from tenet.meetings.outlook import api as outlook
 from tenet.meetings.outlook import permissions as outlook_permissions
+from tenet.meetings.pages import (
+    audit_trail,
+    cancel,
+    corrections,
+    meeting_form,
+    outlook_bindings,
+    series_form,
+    series_page,
+    upload_tasks,
+)
 from tenet.meetings.pages import console as console_pages
-from tenet.meetings.pages import corrections, meeting_form, outlook_bindings, series_form, upload_tasks
 from tenet.meetings.pages import outlook as outlook_pages
 from tenet.meetings.pages import router as pages_router
 from tenet.meetings.permissions import TAG, TAG_DESCRIPTION
@@ -20,8 +29,9 @@ from tenet.meetings.permissions import TAG, TAG_DESCRIPTION
 # In the order the routes were declared on the domain's one router before it was split (the OpenAPI document's).
 ROUTERS = (attendances.router, checkin.router, meetings.router, reports.router, audit.router, series.router,
            templates.router, agenda.router, pages_router, outlook.router,
-           meeting_form.router, corrections.router, series_form.router, upload_tasks.router, outlook_pages.router,
-           outlook_bindings.router, console_pages.router)
+           meeting_form.router, corrections.router, series_form.router, series_page.router,
+           upload_tasks.router, cancel.router, audit_trail.router, outlook_pages.router, outlook_bindings.router,
+           console_pages.router)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},
                 {"name": agenda_permissions.TAG, "description": agenda_permissions.TAG_DESCRIPTION},
                 {"name": outlook_permissions.TAG, "description": outlook_permissions.TAG_DESCRIPTION})
