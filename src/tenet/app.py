@@ -131,6 +131,7 @@ def create_app(
     for domain in domains:
         for router in domain.routers:
             app.include_router(router)
+    app.include_router(account.fallback)  # last: a console address no page answers
 
     # Added innermost first: a request passes Observability -> UnhandledError -> BodyLimit -> the routes.
     app.add_middleware(BodyLimitMiddleware, max_body_size=settings.max_json_body_bytes)

@@ -473,3 +473,16 @@ async def test_the_meeting_page_reads_as_many_statements_for_300_attendees_as_fo
     assert counts["small"] == counts["large"] == 5
     assert page.text.count('<tr data-user="') == 200 and "The first 200 are shown." in page.text
     assert re.search(r'id="count-absent"><strong>300<', page.text)
+
+
+async def test_a_console_address_no_page_answers_is_a_page_in_words(client, manager):
+    response = await client.get("/console/no-such-page", headers={"Accept": "text/html"})
+    assert response.status_code == 404 and response.headers["content-type"].startswith("text/html")
+    assert "This page does not exist, or you may not see it." in response.text and 'id="language"' in response.text
+    await sign_in(client, manager.email)
+    signed_in = await client.get("/console/meetings/x/y/z")
+    assert signed_in.status_code == 404 and 'href="/console/meetings"' in signed_in.text  # the navigation is there
+    slash = await client.get("/console/")
+    assert slash.status_code == 303 and slash.headers["location"] == "/console"
+    api = await client.get("/api/v1/no-such-route")
+    assert api.status_code == 404 and api.headers["content-type"] == "application/problem+json"

@@ -13,7 +13,7 @@ from tenet.deps import client_address
 from tenet.iam import signin, web_sessions
 from tenet.iam.models import UserAccount
 from tenet.iam.settings import IamSettings
-from tenet.kernel.errors import DomainError
+from tenet.kernel.errors import DomainError, RouteNotFound
 from tenet.kernel.settings import KernelSettings, section
 from tenet.social import profiles
 from tenet.web import console, i18n
@@ -100,3 +100,15 @@ async def choose_language(request: Request) -> Response:
     response = console.see_other(console.safe_next(_form_value(form, "next", 2000)))
     console.set_cookie(request, response, console.LANGUAGE_COOKIE, language, max_age=_YEAR)
     return response
+
+
+# Included after every domain's routers (tenet.app): a console address no page answers is the console's page in
+# words (404 ROUTE_NOT_FOUND, with the navigation and the language switcher), not the API's problem document.
+fallback = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=ConsoleRoute)
+
+
+@fallback.get("/{rest:path}")
+async def no_such_page(request: Request, rest: str) -> Response:
+    if rest == "":
+        return console.see_other(PREFIX)  # `/console/` is the home page
+    raise RouteNotFound(f"No console page at {PREFIX}/{rest[:200]}")
