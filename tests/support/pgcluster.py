@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import psycopg
@@ -210,10 +210,8 @@ class StreamingCluster:
     def stop(self) -> None:
         for server in (self.standby, self.primary):
             if server.running():
-                try:
+                with suppress(subprocess.CalledProcessError):
                     server.stop("immediate")
-                except subprocess.CalledProcessError:
-                    pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def wait_replayed(self, database: str = "postgres", timeout: float = 60.0) -> None:
