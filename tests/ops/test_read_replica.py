@@ -9,6 +9,7 @@ the paused standby has not replayed is visible on the primary only.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -29,6 +30,7 @@ from tests.support.pgcluster import StreamingCluster, postgres_bin, streaming_cl
 from tests.support.users import TestUser, UserFactory
 
 DATABASE = "tenet"
+METRICS_TOKEN = "replica-metrics-token-0123456789"
 WAIT_LIMIT = 60.0  # seconds before a wait for a state gives up (a hung test, not a slow one)
 
 
@@ -61,7 +63,8 @@ def standby_state(cluster: StreamingCluster) -> Iterator[StreamingCluster]:
 async def serving(cluster: StreamingCluster, tmp_path, clock, *, max_lag: float) -> AsyncIterator[Any]:
     """The application with the standby configured, as an API process builds it from its settings."""
     settings = test_settings(data_dir=tmp_path, database_url=cluster.primary.url(DATABASE),
-                             database_read_url=cluster.standby.url(DATABASE), database_read_max_lag_seconds=max_lag)
+                             database_read_url=cluster.standby.url(DATABASE), database_read_max_lag_seconds=max_lag,
+                             metrics_token=METRICS_TOKEN)
     db = Database.from_settings(settings, cluster.primary.url(DATABASE), standby=True, pool_size=4, max_overflow=0,
                                 read_pool_size=4)
     try:
@@ -161,6 +164,10 @@ async def test_every_read_goes_to_the_primary_when_the_standby_lags_past_the_bou
             assert found.status_code == 200, found.text
             assert app.state.db.standby.routed["standby"] == before["standby"]
             assert app.state.db.standby.routed["primary"] > before["primary"]
+            scraped = await reader.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+            assert "tenet_db_standby_in_use 0.0" in scraped.text
+            lag = re.search(r"^tenet_db_standby_lag_seconds (\S+)$", scraped.text, flags=re.M)
+            assert lag is not None and float(lag.group(1)) > 1
 
 
 async def test_reads_move_to_the_primary_when_the_standby_stops(standby_state, tmp_path, clock):
