@@ -227,6 +227,17 @@ def test_the_worker_refuses_to_start_behind_pgbouncer_without_a_direct_url(pgbou
     assert "TENET_DATABASE_DIRECT_URL" in result.stderr and "LISTEN" in result.stderr
 
 
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "through-pgbouncer"])
+def test_migrate_runs_behind_pgbouncer(pgbouncer, direct_url, direct):
+    """`tenet migrate` takes the direct URL when there is one, and runs through PgBouncer without preparing when
+    there is not."""
+    env = {"DATABASE_URL": pgbouncer.url, "TENET_DATABASE_PGBOUNCER": "1", "TENET_SECRET_KEY": TEST_SECRET}
+    if direct:
+        env["TENET_DATABASE_DIRECT_URL"] = direct_url
+    result = run_cli("migrate", env_extra=env)
+    assert result.returncode == 0, result.stderr
+
+
 @pytest.mark.live_server
 async def test_the_worker_runs_a_locked_job_behind_pgbouncer(pgbouncer, direct_url, tmp_path):
     """`tenet worker` with its units of work through PgBouncer and procrastinate (LISTEN) plus its job locks on
