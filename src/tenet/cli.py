@@ -154,7 +154,8 @@ def migrate(database_url: Annotated[str | None, typer.Option(help="Defaults to D
     # Migrations take locks and run DDL: on the primary itself when a pooler stands in front of it.
     url = _database_url(settings, database_url or settings.database_direct_url)
     with _reaching(url):
-        migrations.upgrade(url, revision, prepare=settings.server_side_prepare or bool(settings.database_direct_url))
+        direct = database_url is None and bool(settings.database_direct_url)
+        migrations.upgrade(url, revision, prepare=settings.server_side_prepare or direct)
     console.print(f"[green]database at {revision}[/green]")
 
 
@@ -384,7 +385,8 @@ def create_admin(
     url = _database_url(settings)
 
     async def go() -> tuple[str, bool]:
-        db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False)
+        db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False,
+                               prepare=settings.server_side_prepare)
         try:
             async with db.unit_of_work() as session:
                 user, created = await service.ensure_administrator(
@@ -455,10 +457,11 @@ def invariants_check(
         console.print(f"[red]no domain {domain!r}[/red]; one of: {', '.join(domain_names())}")
         raise typer.Exit(2)
     selected = all_invariants(domain)
-    url = _database_url(_settings(), database_url)
+    settings = _settings()
+    url = _database_url(settings, database_url)
 
     async def go():
-        engine = make_engine(url, pool_size=1, max_overflow=0)
+        engine = make_engine(url, pool_size=1, max_overflow=0, prepare=settings.server_side_prepare)
         try:
             async with engine.connect() as connection:
                 return await check(connection, selected, timeout_ms=int(timeout * 1000))

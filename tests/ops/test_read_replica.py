@@ -193,6 +193,29 @@ async def test_reads_move_to_the_primary_when_the_standby_stops(standby_state, t
             assert app.state.db.standby.routed["standby"] > before
 
 
+async def test_a_primary_outage_is_a_503_with_retry_after_and_passes_without_a_restart(standby_state, tmp_path,
+                                                                                       clock):
+    """With a standby configured the primary's outage is what it is without one: 503 SERVICE_UNAVAILABLE with
+    Retry-After for every request that needs the database (reads included), then service again once it is back."""
+    cluster = standby_state
+    async with serving(cluster, tmp_path, clock, max_lag=3600) as app:
+        owner = await people(app, cluster, clock)
+        await standby_in_use(app)
+        async with client_of(app) as client:
+            api = Api(client, app, clock)
+            cluster.primary.stop("fast")
+            try:
+                # The standby monitor's next sample of the primary finds it gone.
+                await wait_until(lambda: app.state.db.availability.down, "aware that the primary is down")
+                down = await api.get(owner, "/api/v1/workspaces")
+                assert down.status_code == 503 and code(down) == "SERVICE_UNAVAILABLE"
+                assert down.headers["retry-after"]
+            finally:
+                cluster.primary.start()
+            await wait_until(lambda: not app.state.db.availability.down, "serving again")
+            assert (await api.get(owner, "/api/v1/workspaces")).status_code == 200
+
+
 async def test_a_malformed_read_after_header_is_a_400_problem(standby_state, tmp_path, clock):
     async with serving(standby_state, tmp_path, clock, max_lag=3600) as app, client_of(app) as client:
         answer = await client.get("/api/v1/workspaces", headers={READ_AFTER_HEADER: "yesterday"})

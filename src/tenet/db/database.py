@@ -198,7 +198,8 @@ class Database:
                     application_name="tenet-standby-read", prepare=prepare, retry_broken=False,
                     connect_timeout=connect_timeout(standby_url, standby_timeout))
                 self.standby = ReplicaReads(self._pooled_reads, standby_pool, standby_conninfo=libpq_url(standby_url),
-                                            max_lag=standby_max_lag, prepare=prepare)
+                                            max_lag=standby_max_lag, prepare=prepare,
+                                            availability=self.availability)
                 self.reads = self.standby
         else:
             self._pooled_reads = None

@@ -44,6 +44,7 @@ import psycopg
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenet.kernel import errors, problems
+from tenet.kernel.availability import Availability
 from tenet.kernel.reads import Params, PooledReads, Row
 
 log = logging.getLogger(__name__)
@@ -118,8 +119,12 @@ class ReplicaReads:
     """The read path of an API process with a standby: reads on the standby when allowed, else on the primary."""
 
     def __init__(self, primary: PooledReads, standby: PooledReads, *, standby_conninfo: str, max_lag: float,
-                 prepare: bool = True, interval: float = MONITOR_INTERVAL) -> None:
+                 prepare: bool = True, interval: float = MONITOR_INTERVAL,
+                 availability: Availability | None = None) -> None:
         self.primary = primary
+        # The primary's: while it is known to be down the process answers 503 for reads too, as without a standby
+        # (a read-only mode on a standby frozen at the outage would be another product).
+        self._availability = availability
         self.standby = standby
         self._standby_conninfo = standby_conninfo
         self._max_lag = max_lag
@@ -164,6 +169,8 @@ class ReplicaReads:
         return "standby"
 
     async def _read(self, run: Callable[[PooledReads], Awaitable[Any]]) -> Any:
+        if self._availability is not None:
+            self._availability.check()
         if self.target() == "standby":
             try:
                 result = await run(self.standby)
