@@ -224,3 +224,45 @@ async def test_a_malformed_read_after_header_is_a_400_problem(standby_state, tmp
         # A cookie the browser cannot mend is ignored rather than refused.
         ignored = await client.get("/healthz", headers={"Cookie": f"{READ_AFTER_COOKIE}=garbage"})
         assert ignored.status_code == 200
+
+
+@pytest.mark.live_server
+def test_tenet_serve_behind_pgbouncer_with_a_standby_from_its_environment(standby_state, tmp_path):
+    """The whole chain as processes: `tenet serve` (2 workers) with DATABASE_URL through PgBouncer (transaction
+    mode) to the primary and TENET_DATABASE_READ_URL on the standby, configured by the environment alone."""
+    from tests.support.cli import run_cli
+    from tests.support.live import LiveServer, service_env
+    from tests.support.pgcluster import ensure_pgbouncer, running_pgbouncer
+
+    if ensure_pgbouncer() is None:
+        pytest.skip("PgBouncer is not installed and cannot be here (make pgbouncer: apt-get install pgbouncer)")
+    cluster = standby_state
+    with running_pgbouncer(cluster.primary.url(DATABASE), pool_size=4) as bouncer:
+        env = {"DATABASE_URL": bouncer.url, "TENET_DATABASE_PGBOUNCER": "1",
+               "TENET_DATABASE_DIRECT_URL": cluster.primary.url(DATABASE),
+               "TENET_DATABASE_READ_URL": cluster.standby.url(DATABASE)}
+        made = run_cli("users", "create-admin", "--email", "chain@example.com", "--password", "a chain password",
+                       env_extra={**service_env(**env)})
+        assert made.returncode == 0, made.stderr
+        cluster.wait_replayed(DATABASE)
+        server = LiveServer(env=service_env(TENET_DATA_DIR=str(tmp_path), **env), log_path=tmp_path / "serve.log",
+                            workers=2).start()
+        try:
+            server.wait_ready()
+            with httpx.Client(base_url=server.url) as client:
+                token = client.post("/api/v1/auth/token", data={
+                    "grant_type": "password", "username": "chain@example.com", "password": "a chain password"})
+                assert token.status_code == 200, token.text
+                bearer = {"Authorization": f"Bearer {token.json()['access_token']}"}
+                pause_replay(cluster)
+                created = client.post("/api/v1/workspaces", json={"name": "Whole chain"}, headers=bearer)
+                assert created.status_code == 201, created.text
+                position = created.headers[READ_AFTER_HEADER]
+                path = f"/api/v1/workspaces/{created.json()['id']}"
+                # Both API processes honour the position (the client's cookie jar carries it too, so drop it).
+                client.cookies.clear()
+                answers = [client.get(path, headers={**bearer, READ_AFTER_HEADER: position}) for _ in range(6)]
+                assert [a.status_code for a in answers] == [200] * 6, [a.text for a in answers]
+        finally:
+            server.stop()
+    assert "prepared statement" not in server.output and "Traceback" not in server.output, server.output[-3000:]
