@@ -14,8 +14,10 @@ PYTEST_ARGS ?=
 # runs Debian's nginx with the block of docs/operations.md.
 CHROMIUM := /usr/bin/chromium
 NGINX := /usr/sbin/nginx
+# The scale-out tests run Debian's PgBouncer (transaction pooling) in front of the test database.
+PGBOUNCER := /usr/sbin/pgbouncer
 
-.PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots
+.PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots pgbouncer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +47,18 @@ $(NGINX):
 	  echo "The reverse-proxy test needs nginx at $(NGINX): install it (Debian: sudo apt-get install nginx-light)"; exit 1; \
 	fi
 
+$(PGBOUNCER):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing PgBouncer for the connection-pooling test (apt-get install pgbouncer)"; \
+	  apt-get install -y -q --no-install-recommends pgbouncer >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends pgbouncer >/dev/null; }; \
+	  systemctl disable --now pgbouncer >/dev/null 2>&1 || service pgbouncer stop >/dev/null 2>&1 || true; \
+	else \
+	  echo "The connection-pooling test needs PgBouncer at $(PGBOUNCER): install it (Debian: sudo apt-get install pgbouncer)"; exit 1; \
+	fi
+
+## PgBouncer for tests/ops/test_pgbouncer.py (make test installs it too)
+pgbouncer: $(PGBOUNCER)
+
 install: $(RUNTIME_STAMP)
 
 install-test: $(TEST_STAMP)
@@ -58,7 +72,7 @@ worker: $(RUNTIME_STAMP)
 	$(BIN)/tenet worker
 
 ## Install and run the whole test suite (embedded PostgreSQL unless DATABASE_URL is set)
-test: $(TEST_STAMP) $(CHROMIUM) $(NGINX)
+test: $(TEST_STAMP) $(CHROMIUM) $(NGINX) $(PGBOUNCER)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 ## The widened fuzz pass (huge exponents, long digit strings, lone surrogates) over every route, longer than the

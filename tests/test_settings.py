@@ -219,3 +219,33 @@ def test_only_a_failure_to_connect_is_reported_as_an_unreachable_database():
     assert connection_failure(psycopg.errors.DeadlockDetected("deadlock detected")) is None
     assert connection_failure(psycopg.errors.UndefinedTable("relation does not exist")) is None
     assert connection_failure(RuntimeError("anything else")) is None
+
+
+def test_the_scale_out_settings_come_from_their_documented_variables(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u@pgbouncer:6432/db")
+    monkeypatch.setenv("TENET_DATABASE_PGBOUNCER", "true")
+    monkeypatch.setenv("TENET_DATABASE_DIRECT_URL", "postgresql://u@primary/db")
+    monkeypatch.setenv("TENET_DATABASE_READ_URL", "postgresql://u@standby/db")
+    monkeypatch.setenv("TENET_DATABASE_READ_MAX_LAG_SECONDS", "2.5")
+    settings = Settings(_env_file=None)
+    assert settings.database_pgbouncer and not settings.server_side_prepare
+    assert settings.session_database_url == "postgresql://u@primary/db"
+    assert settings.database_read_url == "postgresql://u@standby/db"
+    assert settings.database_read_max_lag_seconds == 2.5
+
+
+@pytest.mark.parametrize("variable, value", [("TENET_DATABASE_PGBOUNCER", "1"),
+                                             ("TENET_DATABASE_DIRECT_URL", "postgresql://u@primary/db"),
+                                             ("TENET_DATABASE_READ_URL", "postgresql://u@standby/db")])
+def test_the_scale_out_settings_need_a_database_url(monkeypatch, variable, value):
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValidationError, match=f"{variable} needs DATABASE_URL"):
+        Settings(_env_file=None)
+
+
+def test_a_read_url_that_is_not_postgresql_is_refused_by_its_own_name(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u@primary/db")
+    monkeypatch.setenv("TENET_DATABASE_READ_URL", "mysql://u@standby/db")
+    with pytest.raises(ValidationError, match="TENET_DATABASE_READ_URL must be a PostgreSQL URL"):
+        Settings(_env_file=None)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 
 from fastapi import FastAPI
+from starlette.types import Scope
 
 from tenet import __version__, ops
 from tenet.db.database import Database
@@ -27,6 +29,7 @@ from tenet.kernel.http import (
 )
 from tenet.kernel.outbox import OutboxDispatcher, install_delivery
 from tenet.kernel.ratelimit import RateLimiter
+from tenet.kernel.replica import ReadYourWritesMiddleware
 from tenet.kernel.settings import KernelSettings, section
 from tenet.observability import ObservabilityMiddleware, configure_logging
 from tenet.settings import Settings
@@ -57,8 +60,8 @@ def _lifespan(settings: KernelSettings, database: Database | None, *, run_backgr
         owned = database is None
         if owned:
             url = resolve_database_url(settings.configured_database_url, settings.pgdata_dir)
-            app.state.db = Database.from_url(
-                url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow,
+            app.state.db = Database.from_settings(
+                settings, url, standby=True, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow,
                 pool_timeout=settings.db_pool_timeout_seconds, read_pool_size=settings.db_read_pool_size,
             )
         app.state.rate_limiter = RateLimiter(app.state.db)
@@ -81,6 +84,11 @@ def _lifespan(settings: KernelSettings, database: Database | None, *, run_backgr
                 await app.state.db.dispose()
 
     return lifespan
+
+
+async def _commit_position(scope: Scope) -> str | None:
+    database: Database = scope["app"].state.db
+    return await database.commit_position()
 
 
 def create_app(
@@ -134,6 +142,10 @@ def create_app(
     app.include_router(account.fallback)  # last: a console address no page answers
 
     # Added innermost first: a request passes Observability -> UnhandledError -> BodyLimit -> the routes.
+    if settings.database_read_url:
+        # Read-your-writes on the standby's read path (tenet.kernel.replica): the position in, the position out.
+        app.add_middleware(ReadYourWritesMiddleware, commit_position=_commit_position,
+                           cookie_max_age=math.ceil(settings.database_read_max_lag_seconds) + 5)
     app.add_middleware(BodyLimitMiddleware, max_body_size=settings.max_json_body_bytes)
     app.add_middleware(UnhandledErrorMiddleware)
     app.add_middleware(ObservabilityMiddleware)

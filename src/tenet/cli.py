@@ -150,9 +150,12 @@ def migrate(database_url: Annotated[str | None, typer.Option(help="Defaults to D
     """Upgrade the database schema to the migrations' head (or to REVISION)."""
     from tenet.db import migrate as migrations
 
-    url = _database_url(_settings(), database_url)
+    settings = _settings()
+    # Migrations take locks and run DDL: on the primary itself when a pooler stands in front of it.
+    url = _database_url(settings, database_url or settings.database_direct_url)
     with _reaching(url):
-        migrations.upgrade(url, revision)
+        direct = database_url is None and bool(settings.database_direct_url)
+        migrations.upgrade(url, revision, prepare=settings.server_side_prepare or direct)
     console.print(f"[green]database at {revision}[/green]")
 
 
@@ -344,11 +347,15 @@ def _require_signing_key(settings: KernelSettings) -> None:
 def worker(concurrency: Annotated[int, typer.Option(min=1)] = 4) -> None:
     """Run background jobs (mail delivery, invitation expiry, clean-up). Run as many as you like."""
     from tenet.observability import configure_logging
-    from tenet.worker import run_worker
+    from tenet.worker import DirectConnectionRequired, job_queue_url, run_worker
 
     settings = _settings()
     configure_logging(settings.log_level, settings.log_format)
     _require_signing_key(settings)
+    try:
+        job_queue_url(settings, settings.configured_database_url or "")
+    except DirectConnectionRequired as exc:
+        _fail(str(exc), EXIT_CONFIGURATION)
     # run_worker handles the first signal itself (running jobs finish, then it returns); a second one during
     # that wait raises StopRequested here.
     with _stopping_cleanly(settings):
@@ -378,7 +385,8 @@ def create_admin(
     url = _database_url(settings)
 
     async def go() -> tuple[str, bool]:
-        db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False)
+        db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False,
+                               prepare=settings.server_side_prepare)
         try:
             async with db.unit_of_work() as session:
                 user, created = await service.ensure_administrator(
@@ -449,10 +457,11 @@ def invariants_check(
         console.print(f"[red]no domain {domain!r}[/red]; one of: {', '.join(domain_names())}")
         raise typer.Exit(2)
     selected = all_invariants(domain)
-    url = _database_url(_settings(), database_url)
+    settings = _settings()
+    url = _database_url(settings, database_url)
 
     async def go():
-        engine = make_engine(url, pool_size=1, max_overflow=0)
+        engine = make_engine(url, pool_size=1, max_overflow=0, prepare=settings.server_side_prepare)
         try:
             async with engine.connect() as connection:
                 return await check(connection, selected, timeout_ms=int(timeout * 1000))

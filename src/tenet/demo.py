@@ -33,7 +33,7 @@ DEMO_PENDING_INVITATION = "guest@demo.example.com"
 
 
 async def load_demo(settings: KernelSettings, url: str) -> list[str]:
-    db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False)
+    db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False, prepare=settings.server_side_prepare)
     iam = section(settings, IamSettings)
     passwords = Passwords(time_cost=iam.password_hash_time_cost, memory_kib=iam.password_hash_memory_kib)
     now = SystemClock().now()

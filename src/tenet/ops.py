@@ -79,6 +79,17 @@ async def metrics(request: Request) -> Response:
         ]),
         "tenet_db_pool_size": ("Configured pool size of this process", [({}, float(pool.size()))]),
     }
+    standby = getattr(db, "standby", None)
+    if standby is not None:
+        # The read path's standby (tenet.kernel.replica): what an operator alerts on when reads pile on the primary.
+        state = standby.state
+        extra["tenet_db_standby_in_use"] = ("1 while this process sends reads to the standby", [
+            ({}, 1.0 if state.usable else 0.0)])
+        if state.lag_seconds is not None:  # +Inf: behind every sample kept (at least the bound), or not yet known
+            extra["tenet_db_standby_lag_seconds"] = ("The standby's replay lag behind the primary, last sample", [
+                ({}, float(state.lag_seconds))])
+        extra["tenet_db_reads_routed"] = ("Read-path statements of this process since start, by server", [
+            ({"target": target}, float(count)) for target, count in standby.routed.items()])
     up = 0.0
     if db.availability is None or not db.availability.down:  # known down: no scrape waits to learn it again
         try:

@@ -43,20 +43,43 @@ def _registered_app() -> procrastinate.App:
     return app
 
 
-def build_job_app(url: str) -> procrastinate.App:
-    """The process's job app (every domain's tasks) on the database at `url`."""
+def build_job_app(url: str, *, prepare: bool = True) -> procrastinate.App:
+    """The process's job app (every domain's tasks) on the database at `url` (`prepare=False` behind a
+    transaction pooler: no statement is prepared on the server)."""
     app = _registered_app()
-    connector = procrastinate.PsycopgConnector(conninfo=libpq_url(url))
+    connector = procrastinate.PsycopgConnector(conninfo=libpq_url(url),
+                                               kwargs={} if prepare else {"prepare_threshold": None})
     app.connector = connector
     app.job_manager.connector = connector
     return app
 
 
+class DirectConnectionRequired(ValueError):
+    """`tenet worker` behind a transaction pooler without a direct URL for what needs a session."""
+
+
+def job_queue_url(settings: KernelSettings, url: str) -> str:
+    """Where procrastinate connects: the direct URL when one is set; through PgBouncer (transaction mode) there
+    is no other choice than refusing, since the worker's LISTEN would silently stop hearing new jobs."""
+    if settings.database_direct_url:
+        return settings.database_direct_url
+    if settings.database_pgbouncer:
+        raise DirectConnectionRequired(
+            "invalid setting TENET_DATABASE_DIRECT_URL: tenet worker behind PgBouncer (TENET_DATABASE_PGBOUNCER) "
+            "needs a direct connection to the primary for LISTEN and its job locks; set it to the primary's own URL")
+    return url
+
+
 async def run_worker(settings: KernelSettings, url: str, *, concurrency: int = 4, wait: bool = True,
                      clock: Clock | None = None) -> None:
-    db = Database.from_url(url, pool_size=max(2, concurrency), max_overflow=2, application_name="tenet-worker")
+    # The jobs' units of work may go through PgBouncer (`url`); procrastinate's connector may not: its worker
+    # LISTENs on one connection for as long as it runs, which a transaction pooler cannot give it (the server
+    # connection that ran LISTEN serves other clients between transactions, and notifications are lost). It
+    # takes the direct URL (TENET_DATABASE_DIRECT_URL), as do the session-level job locks (Database).
+    db = Database.from_settings(settings, url, pool_size=max(2, concurrency), max_overflow=2,
+                                application_name="tenet-worker")
     runtime = JobRuntime(db=db, clock=clock or SystemClock(), settings=settings)
-    app = build_job_app(url)
+    app = build_job_app(job_queue_url(settings, url), prepare=settings.server_side_prepare)
     options: dict[str, Any] = {
         "concurrency": concurrency, "wait": wait, "install_signal_handlers": False,
         "additional_context": runtime_context(runtime),

@@ -28,7 +28,8 @@ from sqlalchemy.ext.asyncio import (
 
 from tenet.kernel.availability import Availability
 from tenet.kernel.reads import BoundReads, PooledReads, Reads
-from tenet.kernel.settings import POSTGRESQL_URL_PREFIXES
+from tenet.kernel.replica import MONITOR_TIMEOUT, ReplicaReads, note_commit
+from tenet.kernel.settings import POSTGRESQL_URL_PREFIXES, KernelSettings
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +105,13 @@ def connect_timeout(url: str, pool_timeout: float) -> int | None:
 
 
 def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10, pool_timeout: float = 10.0,
-                application_name: str = "tenet") -> AsyncEngine:
+                application_name: str = "tenet", prepare: bool = True) -> AsyncEngine:
     connect_args: dict[str, Any] = {"application_name": application_name}
+    if not prepare:
+        # Behind PgBouncer in transaction mode (TENET_DATABASE_PGBOUNCER) consecutive transactions of one
+        # connection run on different server connections: a statement psycopg prepared on one is missing on the
+        # next ("prepared statement _pg3_0 does not exist") or already there from another client.
+        connect_args["prepare_threshold"] = None
     if (timeout := connect_timeout(url, pool_timeout)) is not None:
         connect_args["connect_timeout"] = timeout
     engine = create_async_engine(
@@ -158,9 +164,18 @@ class Database:
     bound to one open connection whose transaction is rolled back."""
 
     def __init__(self, engine: AsyncEngine, *, bind: AsyncConnection | None = None, read_pool_size: int = 4,
-                 read_timeout: float = 10.0, watch_outages: bool = True) -> None:
+                 read_timeout: float = 10.0, watch_outages: bool = True, prepare: bool = True,
+                 session_url: str | None = None, standby_url: str | None = None,
+                 standby_max_lag: float = 5.0) -> None:
         self.engine = engine
         self.reads: Reads
+        self._prepare = prepare
+        self._read_timeout = read_timeout
+        # Session-level features (a job's session advisory lock) connect here when the engine's URL is a
+        # transaction pooler's (TENET_DATABASE_DIRECT_URL); None: the engine's own connections have their session.
+        self._session_url = session_url
+        self._session_engine: AsyncEngine | None = None
+        self.standby: ReplicaReads | None = None
         # Whether the database is known to be down: one per serving process (the API, the worker). None in the
         # tests' bound mode and in one-shot commands, which report their one failure themselves and exit.
         self.availability: Availability | None = None
@@ -172,8 +187,20 @@ class Database:
             self._sessions = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
             self._pooled_reads: PooledReads | None = PooledReads(
                 url, size=read_pool_size, timeout=read_timeout, availability=self.availability,
-                connect_timeout=connect_timeout(url, read_timeout))
+                connect_timeout=connect_timeout(url, read_timeout), prepare=prepare)
             self.reads = self._pooled_reads
+            if standby_url is not None:
+                # A standby's trouble is not an outage: its pool tells no Availability, gives up on a broken
+                # connection at once and waits briefly for one (the read then runs on the primary).
+                standby_timeout = min(read_timeout, MONITOR_TIMEOUT)
+                standby_pool = PooledReads(
+                    libpq_url(standby_url), size=read_pool_size, timeout=standby_timeout,
+                    application_name="tenet-standby-read", prepare=prepare, retry_broken=False,
+                    connect_timeout=connect_timeout(standby_url, standby_timeout))
+                self.standby = ReplicaReads(self._pooled_reads, standby_pool, standby_conninfo=libpq_url(standby_url),
+                                            max_lag=standby_max_lag, prepare=prepare,
+                                            availability=self.availability)
+                self.reads = self.standby
         else:
             self._pooled_reads = None
             self.reads = BoundReads(bind)
@@ -185,10 +212,24 @@ class Database:
             )
 
     @classmethod
-    def from_url(cls, url: str, *, read_pool_size: int = 4, watch_outages: bool = True,
+    def from_url(cls, url: str, *, read_pool_size: int = 4, watch_outages: bool = True, prepare: bool = True,
+                 session_url: str | None = None, standby_url: str | None = None, standby_max_lag: float = 5.0,
                  **engine_options: Any) -> Database:
-        return cls(make_engine(url, **engine_options), read_pool_size=read_pool_size,
-                   read_timeout=engine_options.get("pool_timeout", 10.0), watch_outages=watch_outages)
+        return cls(make_engine(url, prepare=prepare, **engine_options), read_pool_size=read_pool_size,
+                   read_timeout=engine_options.get("pool_timeout", 10.0), watch_outages=watch_outages,
+                   prepare=prepare, session_url=session_url, standby_url=standby_url,
+                   standby_max_lag=standby_max_lag)
+
+    @classmethod
+    def from_settings(cls, settings: KernelSettings, url: str, *, standby: bool = False, **options: Any) -> Database:
+        """The database of a serving process as the settings describe it: PgBouncer's transaction mode (no
+        server-side prepares), the direct URL for session-level features and, with `standby` (API processes
+        only), the read path on TENET_DATABASE_READ_URL."""
+        session_url = settings.database_direct_url if settings.database_direct_url not in (None, url) else None
+        return cls.from_url(
+            url, prepare=settings.server_side_prepare, session_url=session_url,
+            standby_url=settings.database_read_url if standby else None,
+            standby_max_lag=settings.database_read_max_lag_seconds, **options)
 
     @asynccontextmanager
     async def unit_of_work(self) -> AsyncIterator[AsyncSession]:
@@ -214,6 +255,7 @@ class Database:
                 raise
             await session.commit()
             committed = True
+            note_commit()
         finally:
             callbacks = session.info.pop(_AFTER_COMMIT, [])
             await session.close()
@@ -239,6 +281,33 @@ class Database:
             # attributes of the returned objects readable.
             await session.close()
 
+    @asynccontextmanager
+    async def session_connection(self) -> AsyncIterator[AsyncConnection]:
+        """A connection whose server session stays its own while it is held (a session advisory lock lives
+        there): the direct URL's when one is configured, else the engine's (behind a transaction pooler the
+        engine's connection would hand its server session to other clients between transactions)."""
+        if self._session_url is None and not self._prepare:
+            raise RuntimeError("a session-level lock behind a transaction pooler needs TENET_DATABASE_DIRECT_URL")
+        if self._session_url is not None and self._session_engine is None:
+            self._session_engine = make_engine(self._session_url, pool_size=2, max_overflow=8,
+                                               pool_timeout=self._read_timeout, application_name="tenet-session",
+                                               prepare=self._prepare)
+        async with (self._session_engine or self.engine).connect() as connection:
+            yield connection
+
+    async def commit_position(self) -> str | None:
+        """The primary's WAL insert position now, as text (`16/B374D848`): at or past every commit made before
+        this call, which is what a client's Tenet-Read-After needs (tenet.kernel.replica). None when the
+        primary cannot tell right now (the client then reads without the guarantee)."""
+        if self._pooled_reads is None:
+            return None
+        try:
+            position: str | None = await self._pooled_reads.value("SELECT pg_current_wal_insert_lsn()::text")
+        except Exception as exc:
+            log.warning("could not read the primary's WAL position after a write (%s)", type(exc).__name__)
+            return None
+        return position
+
     async def ping(self) -> None:
         if self.availability is not None:
             self.availability.check()
@@ -248,6 +317,10 @@ class Database:
     async def dispose(self) -> None:
         if self.availability is not None:
             await self.availability.close()
+        if self.standby is not None:
+            await self.standby.close()
         if self._pooled_reads is not None:
             await self._pooled_reads.close()
+        if self._session_engine is not None:
+            await self._session_engine.dispose()
         await self.engine.dispose()

@@ -26,8 +26,11 @@ def alembic_config(url: str | None = None) -> Config:
     return config
 
 
-def upgrade(url: str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(url), revision)
+def upgrade(url: str, revision: str = "head", *, prepare: bool = True) -> None:
+    """`prepare=False` when `url` is a transaction pooler's (no statement prepared on the server)."""
+    config = alembic_config(url)
+    config.attributes["prepare"] = prepare
+    command.upgrade(config, revision)
 
 
 def downgrade(url: str, revision: str) -> None:

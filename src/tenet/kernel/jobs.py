@@ -152,8 +152,9 @@ async def execute(spec: JobSpec, body: Callable[..., Awaitable[Any]], runtime: J
         else:
             async with AsyncExitStack() as stack:
                 if key is not None:
-                    # A job of several units of work holds a session-level lock on a connection of its own.
-                    connection = await stack.enter_async_context(runtime.db.engine.connect())
+                    # A job of several units of work holds a session-level lock on a connection of its own (the
+                    # direct one behind PgBouncer: a pooled one would lend its server session to others).
+                    connection = await stack.enter_async_context(runtime.db.session_connection())
                     await _advisory_session_lock(connection, key)
                     stack.push_async_callback(connection.execute, text(
                         "SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), {"key": key})

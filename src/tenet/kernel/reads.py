@@ -91,14 +91,22 @@ class PooledReads:
     """Production: a psycopg pool of autocommit connections, separate from the unit of work's pool."""
 
     def __init__(self, conninfo: str, *, size: int, timeout: float, availability: Availability | None = None,
-                 application_name: str = "tenet-read", connect_timeout: int | None = None) -> None:
+                 application_name: str = "tenet-read", connect_timeout: int | None = None, prepare: bool = True,
+                 retry_broken: bool = True) -> None:
         self._conninfo = conninfo
         self._size = size
         self._timeout = timeout
         self._availability = availability
+        # False for a standby's pool: a broken connection there sends the read to the primary at once
+        # (tenet.kernel.replica) instead of waiting for the standby to give a fresh one.
+        self._retry_broken = retry_broken
         self._kwargs: dict[str, Any] = {"autocommit": True, "application_name": application_name}
         if connect_timeout is not None:
             self._kwargs["connect_timeout"] = connect_timeout
+        if not prepare:
+            # Behind a transaction pooler (TENET_DATABASE_PGBOUNCER) a statement prepared on one server
+            # connection is unknown to the next: never prepare on the server.
+            self._kwargs["prepare_threshold"] = None
         self.pool = self._new_pool()
         self._opened = False
         if availability is not None:
@@ -118,6 +126,10 @@ class PooledReads:
         # the probe reopened the service opens a fresh pool.
         pool, self.pool, self._opened = self.pool, self._new_pool(), False
         await pool.close(timeout=1.0)
+
+    async def reset(self) -> None:
+        """Close the pool now (its waiting requests are answered at once); the next use opens a fresh one."""
+        await self._drop_pool()
 
     async def open(self) -> None:
         # Do not wait for the connections: the service starts (and /readyz answers 503) while the
@@ -160,7 +172,7 @@ class PooledReads:
                 broken = connection is None or connection.broken or connection.closed
                 if not broken:
                     raise  # a statement error (timeout, cancel) on a healthy connection: not ours to retry
-                if attempt == 2:
+                if attempt == 2 or not self._retry_broken:
                     log.warning("read path: the database is unreachable")
                     raise database_unavailable() from None
                 await self._broken()

@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -99,6 +100,8 @@ SECTION_CONFIG = SettingsConfigDict(env_file=".env", extra="ignore", populate_by
                                     env_prefix="_TENET_FIELD_")
 
 
+_URL_VARIABLES = {"database_url": "DATABASE_URL", "database_direct_url": "TENET_DATABASE_DIRECT_URL",
+                  "database_read_url": "TENET_DATABASE_READ_URL"}
 SECRET_KEY_MIN_LENGTH = 32
 SECRET_KEY_MIN_DISTINCT = 10
 METRICS_TOKEN_MIN_LENGTH = 16
@@ -130,6 +133,21 @@ class KernelSettings(BaseSettings):
     # The transaction-free read path has a pool of its own (kernel/reads.py): reads never wait behind
     # writes holding their connections, and the two are sized separately.
     db_read_pool_size: int = Field(10, ge=1, validation_alias=env("TENET_DB_READ_POOL_SIZE"))
+
+    # --- scaling out (docs/operations.md, "Scaling out") ----------------------------------------
+    # DATABASE_URL points at PgBouncer in transaction pooling mode: each transaction may run on another
+    # server connection, so psycopg must not prepare statements on the server (PgBouncer 1.18 does not carry
+    # them across), and what lives in a server session (LISTEN, session advisory locks) needs a connection of
+    # its own that bypasses the pooler: TENET_DATABASE_DIRECT_URL.
+    database_pgbouncer: bool = Field(False, validation_alias=env("TENET_DATABASE_PGBOUNCER"))
+    # The primary itself (not the pooler): the worker's LISTEN and its session-level job locks, and migrations.
+    # Unset, they use DATABASE_URL (right when no transaction pooler stands in between).
+    database_direct_url: str | None = Field(None, validation_alias=env("TENET_DATABASE_DIRECT_URL"))
+    # A streaming hot standby for the API's transaction-free read path (tenet.kernel.replica).
+    database_read_url: str | None = Field(None, validation_alias=env("TENET_DATABASE_READ_URL"))
+    # Reads go back to the primary while the standby is further behind than this (and while it is down).
+    database_read_max_lag_seconds: float = Field(
+        5.0, gt=0, le=3600, validation_alias=env("TENET_DATABASE_READ_MAX_LAG_SECONDS"))
 
     # --- security -------------------------------------------------------------------------------
     secret_key: SecretStr | None = Field(None, validation_alias=env("TENET_SECRET_KEY"))
@@ -188,16 +206,17 @@ class KernelSettings(BaseSettings):
                              "python -c 'import secrets; print(secrets.token_urlsafe(32))')")
         return text.strip() if isinstance(text, str) else value
 
-    @field_validator("database_url")
+    @field_validator("database_url", "database_direct_url", "database_read_url")
     @classmethod
-    def _postgresql(cls, value: str | None) -> str | None:
+    def _postgresql(cls, value: str | None, info: ValidationInfo) -> str | None:
         # Checked here, so every command stops with one line (status 2) instead of a traceback where the
         # URL is first used. The forms tenet.db.database.async_url turns into psycopg's.
         if value is None or not value.strip():
             return None
         if not value.startswith(POSTGRESQL_URL_PREFIXES):
             scheme = value.split(":", 1)[0] if ":" in value else "no scheme"
-            raise ValueError(f"DATABASE_URL must be a PostgreSQL URL (postgresql://user:password@host/db), "
+            variable = _URL_VARIABLES.get(info.field_name or "", "DATABASE_URL")
+            raise ValueError(f"{variable} must be a PostgreSQL URL (postgresql://user:password@host/db), "
                              f"not {scheme[:20]}")
         return value
 
@@ -229,6 +248,27 @@ class KernelSettings(BaseSettings):
         if self.stalled_worker_seconds < 3 * self.worker_heartbeat_seconds:
             raise ValueError("TENET_STALLED_WORKER_SECONDS must be at least three TENET_WORKER_HEARTBEAT_SECONDS")
         return self
+
+    @model_validator(mode="after")
+    def _scale_out_needs_a_database_url(self) -> KernelSettings:
+        # A pooler, a direct address or a standby only make sense beside a server of one's own: the embedded
+        # database is one process's, on a Unix socket.
+        for name, value in (("TENET_DATABASE_PGBOUNCER", self.database_pgbouncer),
+                            ("TENET_DATABASE_DIRECT_URL", self.database_direct_url),
+                            ("TENET_DATABASE_READ_URL", self.database_read_url)):
+            if value and not self.database_url:
+                raise ValueError(f"{name} needs DATABASE_URL (it has no meaning on the embedded database)")
+        return self
+
+    @property
+    def server_side_prepare(self) -> bool:
+        """Whether psycopg may prepare statements on the server: not through a transaction pooler."""
+        return not self.database_pgbouncer
+
+    @property
+    def session_database_url(self) -> str | None:
+        """Where session-level features (LISTEN, session advisory locks, migrations) connect."""
+        return self.database_direct_url or self.configured_database_url
 
     @property
     def uses_embedded_database(self) -> bool:

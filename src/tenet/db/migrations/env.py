@@ -49,7 +49,9 @@ async def run_online() -> None:
     url = config.attributes.get("url") or config.get_main_option("sqlalchemy.url")
     if not url:
         raise RuntimeError("no database URL for the migrations")
-    engine = create_async_engine(async_url(url), poolclass=pool.NullPool)
+    # Through a transaction pooler (TENET_DATABASE_PGBOUNCER) nothing may be prepared on the server.
+    connect_args = {} if config.attributes.get("prepare", True) else {"prepare_threshold": None}
+    engine = create_async_engine(async_url(url), poolclass=pool.NullPool, connect_args=connect_args)
     async with engine.connect() as async_connection:
         await async_connection.run_sync(run_with)
         await async_connection.commit()
