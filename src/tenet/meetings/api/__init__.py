@@ -10,7 +10,16 @@ from tenet.meetings.agenda import permissions as agenda_permissions
 from tenet.meetings.api import attendances, audit, checkin, meetings, reports, series, templates
 from tenet.meetings.outlook import api as outlook
 from tenet.meetings.outlook import permissions as outlook_permissions
-from tenet.meetings.pages import audit_trail, cancel, corrections, meeting_form, series_form, series_page, upload_tasks
+from tenet.meetings.pages import (
+    audit_trail,
+    cancel,
+    corrections,
+    meeting_form,
+    meeting_templates,
+    series_form,
+    series_page,
+    upload_tasks,
+)
 from tenet.meetings.pages import console as console_pages
 from tenet.meetings.pages import router as pages_router
 from tenet.meetings.permissions import TAG, TAG_DESCRIPTION
@@ -20,7 +29,7 @@ from tenet.meetings.permissions import TAG, TAG_DESCRIPTION
 ROUTERS = (attendances.router, checkin.router, meetings.router, reports.router, audit.router, series.router,
            templates.router, agenda.router, pages_router, outlook.router,
            meeting_form.router, corrections.router, series_form.router, series_page.router,
-           upload_tasks.router, cancel.router, audit_trail.router, console_pages.router)
+           upload_tasks.router, cancel.router, audit_trail.router, meeting_templates.router, console_pages.router)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},
                 {"name": agenda_permissions.TAG, "description": agenda_permissions.TAG_DESCRIPTION},
                 {"name": outlook_permissions.TAG, "description": outlook_permissions.TAG_DESCRIPTION})
