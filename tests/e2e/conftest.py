@@ -33,3 +33,21 @@ async def page(browser):
     page = await context.new_page()
     yield page
     await context.close()
+
+
+@pytest.fixture
+async def watched(browser):
+    """Browser contexts whose pages record CSP violations (console messages naming the policy)."""
+    contexts = []
+    violations: list[str] = []
+
+    async def open_page(**options):
+        context = await browser.new_context(**options)
+        contexts.append(context)
+        page = await context.new_page()
+        page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+        return page
+
+    yield open_page, violations
+    for context in contexts:
+        await context.close()

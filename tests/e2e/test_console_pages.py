@@ -64,24 +64,6 @@ def _required(server, email: str, meeting_id: str) -> list[dict]:
     return listed.json()["items"]
 
 
-@pytest.fixture
-async def watched(browser):
-    """Browser contexts whose pages record CSP violations (console messages naming the policy)."""
-    contexts = []
-    violations: list[str] = []
-
-    async def open_page(**options):
-        context = await browser.new_context(**options)
-        contexts.append(context)
-        page = await context.new_page()
-        page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
-        return page
-
-    yield open_page, violations
-    for context in contexts:
-        await context.close()
-
-
 async def _sign_in(page, server, email: str, path: str = "/console") -> None:
     await page.goto(f"{server.url}{path}")
     await page.wait_for_selector("#sign-in")

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from tests.e2e.test_console_pages import BASE, _person, _sign_in, _token, watched  # noqa: F401  (a fixture)
+from tests.e2e.test_console_pages import BASE, _person, _sign_in, _token
 
 pytestmark = pytest.mark.live_server
 PDF = b"%PDF-1.7\n" + b"0" * (3 * 1024 * 1024) + b"\n%%EOF\n"
@@ -43,7 +43,7 @@ def _statuses(server, email: str) -> dict[str, str]:
     return {t["id"]: t["status"] for t in mine.json()["items"]}
 
 
-async def test_an_attendee_uploads_in_place_with_a_progress_bar(live_server, live_admin_token, watched):  # noqa: F811
+async def test_an_attendee_uploads_in_place_with_a_progress_bar(live_server, live_admin_token, watched):
     open_page, violations = watched
     attendee = _person(live_server, live_admin_token, "Ada Attendee", ["Employee"])
     _, task_id = _task(live_server, live_admin_token, attendee)

@@ -38,6 +38,7 @@ from tenet.meetings.models import (
     SeriesRequiredAttendee,
     Template,
 )
+from tenet.meetings.outlook import managed
 
 _PART = re.compile(r"^[A-Z]+=[A-Za-z0-9,:+-]+\Z")
 _UNTIL = re.compile(r"^(\d{8})(T(\d{6})(Z?))?\Z")
@@ -381,6 +382,9 @@ async def update_series(session: AsyncSession, *, series_id: uuid.UUID, principa
     attendees = values.pop("required_attendee_ids", None)
     series, new_rule = await _lock_for_edit(session, series_id, values, attendees, values.pop("rrule", None),
                                             expected_version)
+    changed = [k for k, v in values.items() if getattr(series, k, None) != v]
+    await managed.refuse_owned_series_changes(
+        session, series_id, changed + (["rrule"] if new_rule is not None and new_rule != series.rrule else []))
     edit = _Edit()
     meetings = await _future_occurrences(session, series_id, now, include_exceptions=apply_to_exceptions)
     await _update_fields(session, meetings, values, now, edit)
@@ -409,6 +413,7 @@ async def reschedule_series(session: AsyncSession, *, series_id: uuid.UUID, from
         raise errors.MeetingTimeInvalid("Give exactly one of shift_minutes and start_local_time",
                                         reason="one_of_shift_or_time")
     series = await lock_series(session, series_id)
+    await managed.refuse_owned_series_changes(session, series_id, ["shift_minutes"])  # times are Outlook's
     first = await session.get(Meeting, from_meeting_id, populate_existing=True)
     if first is None or first.series_id != series_id or first.status == "DELETED":
         raise errors.SeriesOccurrenceNotFound(meeting_id=from_meeting_id)
@@ -472,3 +477,70 @@ async def delete_series(session: AsyncSession, *, series_id: uuid.UUID, principa
                        series_id=series_id, now=now, actor=Actor.user(principal_id),
                        after={"deleted_meetings": len(gone)})
     return [m.id for m in gone]
+
+
+# --- mirrored series (the Outlook sync: occurrences come from Graph's /instances, not from the RRULE) -----------
+
+async def create_mirrored_series(session: AsyncSession, *, principal_id: uuid.UUID, fields: Mapping[str, Any],
+                                 policy: service.MeetingPolicy, actor: Actor, now: datetime) -> MeetingSeries:
+    """The series row only: its RRULE describes the pattern (docs/design/outlook.md §4); the caller adds each
+    occurrence with `add_occurrence` at the instants the source gives."""
+    series = MeetingSeries(
+        id=uuid.uuid4(), title=fields["title"], description=fields.get("description"),
+        location=fields.get("location"), online_link=fields.get("online_link"), city=None,
+        timezone=fields["timezone"], rrule=normalise_rule(fields["rrule"]), start_date=fields["start_date"],
+        start_local_time=fields["start_local_time"], duration_minutes=fields["duration_minutes"],
+        generation_shift_minutes=0, exdates=[], organizer_id=principal_id,
+        late_grace_minutes=policy.late_grace_minutes, checkin_opens_minutes_before=policy.checkin_opens_minutes,
+        rotating_online_code=False, offline_checkin_enabled=True, template_id=None, status="ACTIVE",
+        created_by_id=principal_id, created_at=now, updated_at=now, version=1)
+    session.add(series)
+    await session.flush()
+    await audit.record(session, action=Action.SERIES_CREATED, resource=Resource.SERIES, resource_id=series.id,
+                       series_id=series.id, now=now, actor=actor, after={"rrule": series.rrule, "occurrences": 0})
+    return series
+
+
+async def mirror_series_fields(session: AsyncSession, *, series_id: uuid.UUID, values: Mapping[str, Any],
+                               actor: Actor, now: datetime) -> MeetingSeries:
+    """The series row as its source now describes it (the fields that differ; audited when any did)."""
+    series = await lock_series(session, series_id)
+    changed = {k: v for k, v in values.items() if getattr(series, k) != v}
+    if "rrule" in changed:
+        changed["rrule"] = normalise_rule(changed["rrule"])
+    if not changed:
+        return series
+    series = await transition(session, lifecycles.SERIES, "update", model=MeetingSeries, id=series_id,
+                              values={**changed, "updated_at": now})
+    await audit.record(session, action=Action.SERIES_UPDATED, resource=Resource.SERIES, resource_id=series_id,
+                       series_id=series_id, now=now, actor=actor, after=service.audit_values(changed))
+    return series
+
+
+async def add_occurrence(session: AsyncSession, series: MeetingSeries, *, day: date, fields: Mapping[str, Any],
+                         attendees: list[uuid.UUID], policy: service.MeetingPolicy, principal_id: uuid.UUID,
+                         actor: Actor, now: datetime) -> str | None:
+    """One occurrence of a mirrored series at the instants given (`fields` has title, description, location,
+    online_link, start_time, end_time). None when the date has a meeting already, a deleted one included: a
+    deleted occurrence never comes back (MA-INV-16)."""
+    times.check_times(fields["start_time"], fields["end_time"], series.checkin_opens_minutes_before, None)
+    row = {name: getattr(series, name) for name in ("city", "timezone", "organizer_id", "late_grace_minutes",
+                                                  "checkin_opens_minutes_before", "rotating_online_code",
+                                                  "offline_checkin_enabled")}
+    row.update({name: fields.get(name) for name in ("title", "description", "location", "online_link",
+                                                    "start_time", "end_time")})
+    row.update(id=service.new_meeting_id(), series_id=series.id, series_occurrence_date=day, is_exception=False,
+               template_id=None, status="ACTIVE", schedule_changed_at=now, created_by_id=principal_id,
+               created_at=now, updated_at=now, version=1)
+    made = (await session.scalars(pg_insert(Meeting).values([row]).on_conflict_do_nothing(
+        index_elements=[Meeting.series_id, Meeting.series_occurrence_date],
+        index_where=Meeting.series_id.is_not(None)).returning(Meeting.id))).one_or_none()
+    if made is None:
+        return None
+    await service.add_attendees(session, [made], attendees, now=now, added_by=principal_id)
+    await service.store_codes(session, [made], base_url=policy.public_base_url, now=now, actor_id=principal_id)
+    await audit.record(session, action=Action.MEETING_CREATED, resource=Resource.MEETING, resource_id=made,
+                       meeting_id=made, series_id=series.id, now=now, actor=actor,
+                       after={"start_time": fields["start_time"], "end_time": fields["end_time"],
+                              "timezone": series.timezone, "required_attendees": len(attendees)})
+    return made

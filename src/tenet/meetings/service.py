@@ -38,6 +38,7 @@ from tenet.meetings.models import (
     Template,
     TemplateAttendee,
 )
+from tenet.meetings.outlook import managed
 from tenet.meetings.settings import MeetingSettings
 
 # Fields a meeting carries that a template (and a series) provide too.
@@ -165,9 +166,10 @@ def audit_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 async def create_meeting(session: AsyncSession, *, principal_id: uuid.UUID, fields: Mapping[str, Any],
                          attendee_ids: Iterable[uuid.UUID], template_id: uuid.UUID | None, policy: MeetingPolicy,
-                         now: datetime) -> tuple[Meeting, list[uuid.UUID]]:
+                         now: datetime, actor: Actor | None = None) -> tuple[Meeting, list[uuid.UUID]]:
     """A new ACTIVE meeting with its required attendees and both QR codes. `fields` are the ones the client set
-    (a template fills the others). Answers the meeting and the template attendees skipped as inactive."""
+    (a template fills the others). Answers the meeting and the template attendees skipped as inactive. `actor`
+    (default: the principal) is who the audit names: the Outlook sync writes as the system."""
     values = dict(fields)
     explicit = set(attendee_ids)
     from_template: list[uuid.UUID] = []
@@ -215,7 +217,7 @@ async def create_meeting(session: AsyncSession, *, principal_id: uuid.UUID, fiel
     await add_attendees(session, [meeting.id], attendees, now=now, added_by=principal_id)
     await store_codes(session, [meeting.id], base_url=policy.public_base_url, now=now, actor_id=principal_id)
     await audit.record(session, action=Action.MEETING_CREATED, resource=Resource.MEETING, resource_id=meeting.id,
-                       meeting_id=meeting.id, now=now, actor=Actor.user(principal_id),
+                       meeting_id=meeting.id, now=now, actor=actor or Actor.user(principal_id),
                        after={"start_time": meeting.start_time, "end_time": meeting.end_time,
                               "timezone": meeting.timezone, "organizer_id": organizer_id,
                               "required_attendees": len(attendees), "template_id": meeting.template_id})
@@ -229,16 +231,20 @@ async def _online_check_ins(session: AsyncSession, meeting_id: str) -> bool:
 
 
 async def update_meeting(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID, changes: Mapping[str, Any],
-                         expected_version: int | None, now: datetime, mark_exception: bool = True) -> Meeting:
+                         expected_version: int | None, now: datetime, mark_exception: bool = True,
+                         actor: Actor | None = None, outlook_sync: bool = False) -> Meeting:
     """PATCH: the fields in `changes` (absent = unchanged; None clears a nullable one). A schedule change takes
     the meeting's exclusive advisory lock through the trigger and recomputes lateness (MA-INV-08, -09); an
-    occurrence of a series becomes an exception, which series-wide edits skip (D-22)."""
+    occurrence of a series becomes an exception, which series-wide edits skip (D-22). The fields Outlook owns of a
+    managed meeting change only through the sync (`outlook_sync`): anyone else gets 409 OUTLOOK_MANAGED."""
     meeting = await lock_meeting(session, meeting_id)
     if expected_version is not None and meeting.version != expected_version:
         raise PreconditionFailed(current_version=meeting.version)
     if meeting.status == "CANCELLED":
         raise errors.MeetingCancelled(meeting_id=meeting_id)
     values = {k: v for k, v in changes.items() if getattr(meeting, k) != v}
+    if not outlook_sync:
+        await managed.refuse_owned_meeting_changes(session, meeting_id, values)
     for required in ("title", "start_time", "end_time", "timezone", "organizer_id", "late_grace_minutes",
                      "checkin_opens_minutes_before", "rotating_online_code", "offline_checkin_enabled"):
         if required in values and values[required] is None:
@@ -267,8 +273,8 @@ async def update_meeting(session: AsyncSession, *, meeting_id: str, principal_id
     if "start_time" in values and values["start_time"] > now:
         await _drop_deleted_accounts(session, meeting_id)
     await audit.record(session, action=Action.MEETING_UPDATED, resource=Resource.MEETING, resource_id=meeting_id,
-                       meeting_id=meeting_id, series_id=meeting.series_id, now=now, actor=Actor.user(principal_id),
-                       before=audit_values(before), after=audit_values(values),
+                       meeting_id=meeting_id, series_id=meeting.series_id, now=now,
+                       actor=actor or Actor.user(principal_id), before=audit_values(before), after=audit_values(values),
                        rescheduled=any(n in values for n in ("start_time", "end_time")))
     return updated
 
@@ -282,19 +288,22 @@ async def _drop_deleted_accounts(session: AsyncSession, meeting_id: str) -> None
 
 
 async def cancel_meeting(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID, reason: str | None,
-                         now: datetime) -> Meeting:
+                         now: datetime, actor: Actor | None = None, outlook_sync: bool = False) -> Meeting:
     """ACTIVE -> CANCELLED (final but deletable, D-07). In-flight check-ins commit before it or are refused
-    (the trigger's advisory lock, MA-INV-08)."""
+    (the trigger's advisory lock, MA-INV-08). A managed meeting is cancelled in Outlook only (OUTLOOK_MANAGED)."""
     await lock_meeting(session, meeting_id)
+    if not outlook_sync:
+        await managed.refuse_owned_meeting_changes(session, meeting_id, ["cancel"])
+    actor = actor or Actor.user(principal_id)
     meeting = await transition(
         session, lifecycles.MEETING, "cancel", model=Meeting, id=meeting_id, refuse=_meeting_refusal,
         values={"cancelled_at": now, "cancelled_by_id": principal_id, "cancel_reason": reason or None,
                 "updated_at": now})
     # Nobody is asked for material of a meeting that will not happen (MA-INV-29).
-    await agenda.cancel_pending_tasks(session, meeting_ids=[meeting_id], actor=Actor.user(principal_id),
+    await agenda.cancel_pending_tasks(session, meeting_ids=[meeting_id], actor=actor,
                                       actor_id=principal_id, now=now, reason="meeting_cancelled")
     await audit.record(session, action=Action.MEETING_CANCELLED, resource=Resource.MEETING, resource_id=meeting_id,
-                       meeting_id=meeting_id, series_id=meeting.series_id, now=now, actor=Actor.user(principal_id),
+                       meeting_id=meeting_id, series_id=meeting.series_id, now=now, actor=actor,
                        before={"status": "ACTIVE"}, after={"status": "CANCELLED", "cancel_reason_given": bool(reason)})
     return meeting
 
@@ -329,10 +338,12 @@ async def delete_meeting(session: AsyncSession, *, meeting_id: str, principal_id
 
 
 async def set_required_attendees(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID,
-                                 user_ids: Iterable[uuid.UUID], expected_version: int | None,
-                                 now: datetime) -> tuple[list[uuid.UUID], list[uuid.UUID], list[uuid.UUID]]:
+                                 user_ids: Iterable[uuid.UUID], expected_version: int | None, now: datetime,
+                                 actor: Actor | None = None, mark_exception: bool = True,
+                                 ) -> tuple[list[uuid.UUID], list[uuid.UUID], list[uuid.UUID]]:
     """Replace the list in one transaction: accounts share-locked first, then the meeting. Answers (list, added,
-    removed). The meeting's version moves; an occurrence becomes an exception."""
+    removed). The meeting's version moves; an occurrence becomes an exception (unless the Outlook sync, which
+    mirrors Outlook's own attendees, says otherwise)."""
     wanted = sorted(set(user_ids))
     current_rows = await session.scalars(select(MeetingRequiredAttendee.user_id).where(
         MeetingRequiredAttendee.meeting_id == meeting_id))
@@ -355,12 +366,12 @@ async def set_required_attendees(session: AsyncSession, *, meeting_id: str, prin
             MeetingRequiredAttendee.meeting_id == meeting_id, MeetingRequiredAttendee.user_id.in_(removed)))
     await add_attendees(session, [meeting_id], added, now=now, added_by=principal_id)
     if added or removed:
-        extra = {"is_exception": True} if meeting.series_id is not None else {}
+        extra = {"is_exception": True} if meeting.series_id is not None and mark_exception else {}
         await session.execute(update(Meeting).where(Meeting.id == meeting_id).values(
             version=Meeting.version + 1, updated_at=now, **extra))
         await audit.record(session, action=Action.REQUIRED_ATTENDEES_UPDATED, resource=Resource.MEETING,
                            resource_id=meeting_id, meeting_id=meeting_id, series_id=meeting.series_id, now=now,
-                           actor=Actor.user(principal_id), after={"added": added, "removed": removed,
+                           actor=actor or Actor.user(principal_id), after={"added": added, "removed": removed,
                                                               "count": len(wanted)})
     return wanted, added, removed
 

@@ -43,6 +43,23 @@ SENTENCES: dict[str, str] = {
     "ATTACHMENT_MIME_MISMATCH": N_("The file's content does not match its name's type."),
     "ATTACHMENT_TOO_LARGE": N_("The file is larger than the upload limit."),
     "ATTACHMENT_UPLOAD_MALFORMED": N_("The upload did not arrive whole; try again."),
+    "OUTLOOK_SYNC_OFF": N_("The Outlook sync is off: the Graph credentials are not set on the server."),
+    "OUTLOOK_POLICY_INVALID": N_("One of the sync settings is out of its range."),
+    "OUTLOOK_MAILBOX_NOT_FOUND": N_("This mailbox is not a source (any more)."),
+    "OUTLOOK_MAILBOX_EXISTS": N_("This mailbox is already a source."),
+    "OUTLOOK_MAILBOX_ADDRESS_INVALID": N_("This is not a mailbox address."),
+    "OUTLOOK_MAILBOX_DISABLED": N_("This mailbox is disabled; add it again to read it."),
+    "OUTLOOK_GRAPH_UNAVAILABLE": N_("Microsoft Graph did not answer properly; nothing was stored. Try again shortly."),
+    "OUTLOOK_EVENT_ALREADY_BOUND": N_("Someone already binds this Outlook event; take that binding over instead."),
+    "OUTLOOK_TARGET_ALREADY_BOUND": N_("This meeting or series is already kept in step with another Outlook event."),
+    "OUTLOOK_MANAGED": N_("Outlook manages this: change it in Outlook, or release its binding first."),
+    "OUTLOOK_CANDIDATE_NOT_FOUND": N_("This event is not in that mailbox's pool (any more)."),
+    "OUTLOOK_BINDING_NOT_FOUND": N_("This binding does not exist."),
+    "OUTLOOK_BINDING_RELEASED": N_("This binding is released already."),
+    "OUTLOOK_EXCLUSION_NOT_SERIES": N_("Only occurrences of a bound series can be excluded."),
+    "OUTLOOK_EXCLUSION_EXISTS": N_("This occurrence is excluded already."),
+    "OUTLOOK_EXCLUSION_NOT_FOUND": N_("This occurrence is not excluded."),
+    "SERIES_NOT_FOUND": N_("This series does not exist (any more)."),
 }
 GENERAL = N_("The request was refused.")
 

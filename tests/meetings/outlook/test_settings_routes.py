@@ -74,6 +74,9 @@ OFF_ROUTES: list[tuple[str, str, dict | None]] = [
     ("POST", "/outlook/mailboxes", {"address": "room@contoso.com"}),
     ("GET", "/outlook/mailboxes/00000000-0000-0000-0000-000000000000", None),
     ("POST", "/outlook/mailboxes/00000000-0000-0000-0000-000000000000/resync", None),
+    ("POST", "/outlook/mailboxes/00000000-0000-0000-0000-000000000000/disable", None),
+    ("GET", "/outlook/cleanup", None),
+    ("POST", "/outlook/cleanup/series/00000000-0000-0000-0000-000000000000/truncate", None),
 ]
 
 

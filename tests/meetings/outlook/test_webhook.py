@@ -48,7 +48,7 @@ async def test_upkeep_creates_one_subscription_per_mailbox_validated_by_graph(ma
     graph = tenet_on_graph
     box, _ = await _mailbox(ma, manager, graph)
     assert await run_now(tasks.outlook_subscriptions, job_runtime, timestamp=0) == {
-        "created": 1, "renewed": 0, "recreated": 0, "reauthorized": 0, "failed": 0}
+        "created": 1, "renewed": 0, "recreated": 0, "reauthorized": 0, "deleted": 0, "failed": 0}
     [sub] = graph.subscriptions(box)
     assert sub.resource == f"/users/{box.id}/events" and sub.client_state == CLIENT_STATE
     assert sub.notification_url == f"https://tenet.test{BASE}/outlook/notifications"

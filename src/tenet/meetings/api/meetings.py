@@ -130,7 +130,9 @@ async def get_meeting(meeting_id: str, principal: Reader, request: Request) -> R
 @router.patch("/meetings/{meeting_id}", response_model=MeetingRead, summary="Change a meeting (managers)",
               description="Absent fields are unchanged. `If-Match` (the ETag) makes the change conditional (412 "
                           "`PRECONDITION_FAILED`). Moving the start or the grace recomputes who was late; an "
-                          "occurrence edited alone becomes an exception of its series.",
+                          "occurrence edited alone becomes an exception of its series. A meeting managed by the "
+                          "Outlook sync refuses its title, description, location, online link, start, end and time "
+                          "zone (409 `OUTLOOK_MANAGED`): they change in Outlook.",
               responses=problem_responses(409, 412, 422))
 async def update_meeting(meeting_id: str, body: MeetingUpdate, principal: Updater, session: SessionDep, now: NowDep,
                          request: Request, if_match: IfMatch = None) -> Response:
@@ -149,7 +151,8 @@ async def delete_meeting(meeting_id: str, principal: Deleter, session: SessionDe
 
 @router.post("/meetings/{meeting_id}/cancel", response_model=MeetingRead, summary="Cancel a meeting (final)",
              description="Check-ins are refused from then on (409 `MEETING_CANCELLED`); a cancelled meeting can "
-                         "still be deleted, not reopened.", responses=problem_responses(409, 422))
+                         "still be deleted, not reopened. A meeting managed by the Outlook sync is cancelled in "
+                         "Outlook (409 `OUTLOOK_MANAGED`).", responses=problem_responses(409, 422))
 async def cancel_meeting(meeting_id: str, principal: Updater, session: SessionDep, now: NowDep, request: Request,
                          body: MeetingCancel | None = None) -> Response:
     await service.cancel_meeting(session, meeting_id=queries.valid_meeting_id(meeting_id), principal_id=principal.id,

@@ -77,7 +77,9 @@ async def get_series(series_id: uuid.UUID, principal: Reader, request: Request) 
                           "(`apply_to_exceptions` to include those). `rrule` may change only in COUNT or UNTIL: "
                           "extension generates the new dates, truncation deletes future ones beyond the new end; "
                           "a deleted occurrence never comes back. Another pattern answers 422 "
-                          "`RECURRENCE_CHANGE_UNSUPPORTED` (truncate this series and start a new one).",
+                          "`RECURRENCE_CHANGE_UNSUPPORTED` (truncate this series and start a new one). A series "
+                          "managed by the Outlook sync refuses its title, description, location, online link and rule "
+                          "(409 `OUTLOOK_MANAGED`).",
               responses=problem_responses(409, 412, 422))
 async def update_series(series_id: uuid.UUID, body: SeriesUpdate, principal: SeriesManager, session: SessionDep,
                         now: NowDep, settings: SettingsDep, if_match: IfMatch = None) -> Response:
@@ -96,7 +98,8 @@ async def update_series(series_id: uuid.UUID, body: SeriesUpdate, principal: Ser
              description="`shift_minutes` moves each by wall-clock minutes (09:00 stays 09:00 local across DST); "
                          "`start_local_time` (and `duration_minutes`) sets a new local time of day. Occurrences "
                          "edited alone are skipped unless `include_exceptions`. Check-ins already made are judged "
-                         "again for lateness.", responses=problem_responses(409, 422))
+                         "again for lateness. A series managed by the Outlook sync moves in Outlook only (409 "
+                         "`OUTLOOK_MANAGED`).", responses=problem_responses(409, 422))
 async def reschedule_series(series_id: uuid.UUID, body: SeriesReschedule, principal: SeriesManager, session: SessionDep,
                             now: NowDep) -> RescheduleResult:
     moved, skipped = await series.reschedule_series(

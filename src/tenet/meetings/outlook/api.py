@@ -4,8 +4,10 @@ No SQL here: commands are policy's and mailboxes', answers are read back through
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
 from tenet.deps import NowDep, SessionDep, SettingsDep, reads
@@ -18,13 +20,14 @@ from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.reads import Runner
 from tenet.kernel.settings import KernelSettings, section
 from tenet.kernel.statements import statements
-from tenet.meetings.outlook import bindings, graph, mailboxes, policy, queries, webhook
+from tenet.meetings.outlook import bindings, cleanup, mailboxes, policy, queries, webhook
 from tenet.meetings.outlook.permissions import MANAGE, TAG
 from tenet.meetings.outlook.schemas import (
     Accepted,
     BindingCreate,
     BindingRead,
     CandidateRead,
+    CleanupChecklist,
     ExclusionBody,
     MailboxCreate,
     MailboxList,
@@ -36,6 +39,7 @@ from tenet.meetings.outlook.schemas import (
     Replay,
     SyncStatus,
     Takeover,
+    TruncateResult,
 )
 from tenet.meetings.queries import BASE
 from tenet.meetings.settings import MeetingSettings
@@ -98,10 +102,7 @@ async def add_mailbox(body: MailboxCreate, principal: Manager, session: SessionD
                       settings: SettingsDep, request: Request) -> Response:
     on = _on(settings)
     address = mailboxes.normalise(body.address)
-    rules = policy.Policy.from_row(await queries.policy(reads(request)))
-    async with graph.client_for(on, max_concurrent=rules.max_concurrent_requests, max_attempts=2,
-                                retry_base_seconds=rules.retry_base_seconds, max_retry_sleep=2.0) as client:
-        access = await mailboxes.check_access(client, address)
+    access = await mailboxes.check_access_with_policy(reads(request), on, address)
     row = await mailboxes.add_mailbox(session, principal_id=principal.id, address=address, kind=body.kind,
                                       access=access, now=now)
     await session.flush()
@@ -146,6 +147,21 @@ async def replay_mailbox(mailbox_id: uuid.UUID, body: Replay, principal: Manager
     count = await mailboxes.request_replay(session, principal_id=principal.id, mailbox_id=mailbox_id,
                                            since=body.since, now=now)
     return json_response(Accepted(mailbox_id=mailbox_id, notifications=count), status_code=202)
+
+
+@router.post("/mailboxes/{mailbox_id}/disable", response_model=MailboxRead, summary="Stop reading a mailbox",
+             description="DISABLED for good (the address may be added again as a new source). Its Graph subscription "
+                         "is deleted by the worker's next subscriptions pass; bindings whose source it was stop "
+                         "syncing until taken over from another mailbox. `If-Match` optional.",
+             responses=problem_responses(404, 409, 412))
+async def disable_mailbox(mailbox_id: uuid.UUID, principal: Manager, session: SessionDep, now: NowDep,
+                          settings: SettingsDep, if_match: IfMatch = None) -> Response:
+    _on(settings)
+    await mailboxes.disable(session, principal_id=principal.id, mailbox_id=mailbox_id, now=now,
+                            expected_version=if_match_version(if_match))
+    await session.flush()
+    read = MailboxRead.model_validate(await queries.mailbox(await statements(session), mailbox_id=mailbox_id))
+    return json_response(read, headers={"ETag": etag(read.version)})
 
 
 @router.get("/sync-status", response_model=SyncStatus, summary="Per mailbox: state, subscription, cursor, errors",
@@ -225,9 +241,9 @@ async def get_binding(binding_id: uuid.UUID, principal: Manager, request: Reques
 async def take_over(binding_id: uuid.UUID, body: Takeover, principal: Manager, session: SessionDep, now: NowDep,
                     settings: SettingsDep, if_match: IfMatch = None) -> Response:
     _on(settings)
-    await bindings.take_over(session, principal_id=principal.id, binding_id=binding_id, mailbox_id=body.mailbox_id,
-                             graph_event_id=body.graph_event_id, sync_from=body.sync_from, now=now,
-                             expected_version=if_match_version(if_match))
+    await bindings.take_over(session, principal_id=principal.id, binding_id=binding_id,
+                                   mailbox_id=body.mailbox_id, graph_event_id=body.graph_event_id,
+                                   sync_from=body.sync_from, now=now, expected_version=if_match_version(if_match))
     return await _binding_answer(session, binding_id)
 
 
@@ -258,6 +274,36 @@ async def remove_exclusion(binding_id: uuid.UUID, body: ExclusionBody, principal
     await bindings.include_again(session, principal_id=principal.id, binding_id=binding_id,
                                  original_start=body.original_start, now=now)
     return Response(status_code=204)
+
+
+# --- launch clean-up (spec layer 8) -----------------------------------------------------------------------
+
+@router.get("/cleanup", response_model=CleanupChecklist, summary="The launch checklist",
+            description="Local series that no binding manages and that still have meetings to come, each with the "
+                        "Outlook series masters of the candidate pool that look like it, and the launch's operations "
+                        "checklist (each step done or not by what is stored). Nothing is asked of Graph.")
+async def cleanup_checklist(principal: Manager, request: Request, settings: SettingsDep) -> Response:
+    graph_settings = _on(settings)
+    now = clock_now(request)
+    series_rows, masters, counts = await queries.cleanup_rows(reads(request), now=now)
+    answer = await anyio.to_thread.run_sync(partial(cleanup.checklist, series_rows, masters, counts,
+                                                    credentials=graph_settings.graph_configured))
+    return json_response(CleanupChecklist.model_validate({"generated_at": now, **answer}))
+
+
+@router.post("/cleanup/series/{series_id}/truncate", response_model=TruncateResult,
+             summary="End a local series before today, in Tenet only",
+             description="Its occurrences that have not started are deleted (past ones stay as history) and its rule "
+                         "ends at the last kept date; a series none of whose occurrences has started is deleted. "
+                         "Outlook is never written. A series an Outlook binding manages: 409 `OUTLOOK_MANAGED`. "
+                         "Repeating the call changes nothing (`changed` false). `If-Match` optional.",
+             responses=problem_responses(404, 412))
+async def truncate_series(series_id: uuid.UUID, principal: Manager, session: SessionDep, now: NowDep,
+                          settings: SettingsDep, if_match: IfMatch = None) -> Response:
+    _on(settings)
+    done = await cleanup.truncate_series(session, principal_id=principal.id, series_id=series_id,
+                                         expected_version=if_match_version(if_match), now=now)
+    return json_response(TruncateResult.model_validate(vars(done)))
 
 
 # --- Graph's callers (public) -------------------------------------------------------------------------------

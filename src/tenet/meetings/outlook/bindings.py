@@ -5,7 +5,8 @@ when on (`sync_from`); the forced takeover; the release; the excluded occurrence
 Locks: every command here locks the binding row FOR UPDATE first (the sync's MA-INV-35 trigger reads it FOR SHARE,
 so a takeover and a racing round of the old source serialise there). Each change is audited in the same
 transaction (MA-INV-40). The first sync of a binding (which writes its meeting or series and activates it) is the
-sync layer's."""
+sync layer's; the commands that need one (a new binding, a takeover, an exclusion removed) queue it in their
+transaction, so the API and the console get the same behaviour."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from tenet.kernel.db_errors import add_unique, violated_constraint
 from tenet.kernel.errors import DomainError, PreconditionFailed
 from tenet.kernel.transitions import Refusal, transition
 from tenet.meetings import audit
-from tenet.meetings.outlook import errors, lifecycles
+from tenet.meetings.outlook import errors, lifecycles, webhook
 from tenet.meetings.outlook.models import (
     BINDING_EVENT_ACTIVE,
     BINDING_LIVE,
@@ -82,6 +83,7 @@ async def create_binding(session: AsyncSession, *, principal_id: uuid.UUID, mail
     await audit.record(session, action=audit.Action.OUTLOOK_BINDING_CREATED, resource=audit.Resource.OUTLOOK_BINDING,
                        resource_id=row.id, now=now, actor=Actor.user(principal_id),
                        after={"mailbox_id": mailbox_id, "kind": row.kind, "sync_from": row.sync_from})
+    await webhook.defer_binding_sync(session, binding_id=row.id, mailbox_id=mailbox_id)  # its first sync
     return row
 
 
@@ -122,6 +124,7 @@ async def take_over(session: AsyncSession, *, principal_id: uuid.UUID, binding_i
                        resource=audit.Resource.OUTLOOK_BINDING, resource_id=binding_id, now=now,
                        actor=Actor.user(principal_id), before=old,
                        after={"mailbox_id": mailbox_id, "bound_by_id": principal_id, "sync_from": row.sync_from})
+    await webhook.defer_binding_sync(session, binding_id=binding_id, mailbox_id=mailbox_id)  # the new source
     return row
 
 
@@ -157,8 +160,8 @@ async def exclude(session: AsyncSession, *, principal_id: uuid.UUID, binding_id:
 
 async def include_again(session: AsyncSession, *, principal_id: uuid.UUID, binding_id: uuid.UUID,
                         original_start: datetime, now: datetime) -> None:
-    """Removing an exclusion: the next sync of the binding resumes the occurrence. Audited."""
-    await lock_binding(session, binding_id)
+    """Removing an exclusion: the binding's next sync (queued here) resumes the occurrence. Audited."""
+    binding = await lock_binding(session, binding_id)
     removed = await session.execute(delete(OutlookExclusion).where(
         OutlookExclusion.binding_id == binding_id, OutlookExclusion.original_start == original_start))
     if not removed.rowcount:  # type: ignore[attr-defined]
@@ -166,3 +169,4 @@ async def include_again(session: AsyncSession, *, principal_id: uuid.UUID, bindi
     await audit.record(session, action=audit.Action.OUTLOOK_EXCLUSION_REMOVED,
                        resource=audit.Resource.OUTLOOK_BINDING, resource_id=binding_id, now=now,
                        actor=Actor.user(principal_id), before={"original_start": original_start})
+    await webhook.defer_binding_sync(session, binding_id=binding_id, mailbox_id=binding.mailbox_id)

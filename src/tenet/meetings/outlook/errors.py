@@ -76,9 +76,10 @@ class TargetAlreadyBound(DomainError):
 
 
 class Managed(DomainError):
-    """A meeting written by the sync: the fields Outlook owns change only in Outlook."""
+    """A meeting written by the sync: the fields Outlook owns change only in Outlook. Also a bound series, which the
+    launch clean-up does not truncate (the problem names its binding)."""
 
-    status, code, title = 409, OutlookErrorCode.OUTLOOK_MANAGED, "This meeting is managed by Outlook"
+    status, code, title = 409, OutlookErrorCode.OUTLOOK_MANAGED, "This is managed by Outlook"
 
 
 class CandidateNotFound(DomainError):

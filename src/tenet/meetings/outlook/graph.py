@@ -280,8 +280,9 @@ class GraphClient:
         """The access check's second step: Exchange refuses mailbox data (403 ErrorAccessDenied), not the directory."""
         return await self.get(f"/users/{_segment(user)}/events", params={"$top": "1", "$select": "id"})
 
-    async def event(self, user: str, event_id: str) -> dict[str, Any]:
-        return (await self.get(f"/users/{_segment(user)}/events/{_segment(event_id)}")).body
+    async def event(self, user: str, event_id: str, *, select: str | None = None) -> dict[str, Any]:
+        params = {"$select": select} if select else None
+        return (await self.get(f"/users/{_segment(user)}/events/{_segment(event_id)}", params=params)).body
 
     async def pages(self, path: str, *, params: Mapping[str, Any] | None = None,
                     page_size: int | None = None) -> AsyncIterator[dict[str, Any]]:
@@ -294,6 +295,20 @@ class GraphClient:
             if not link:
                 return
             response = await self.get(link, prefer=prefer)
+
+    async def instances(self, user: str, master_id: str, span: tuple[datetime, datetime], *,
+                        page_size: int, select: str | None = None) -> list[dict[str, Any]]:
+        """A series' occurrences and exceptions overlapping the span (`/events/{id}/instances`, every page): the
+        only place an occurrence deleted in Outlook shows, by its absence (GRAPH.md "Delta")."""
+        found: list[dict[str, Any]] = []
+        params = {"startDateTime": span[0].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "endDateTime": span[1].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        if select:
+            params["$select"] = select
+        async for page in self.pages(f"/users/{_segment(user)}/events/{_segment(master_id)}/instances",
+                                     params=params, page_size=page_size):
+            found.extend(i for i in page.get("value") or [] if isinstance(i, dict))
+        return found
 
     async def delta_page(self, link_or_path: str, *, params: Mapping[str, Any] | None = None,
                          page_size: int) -> dict[str, Any]:

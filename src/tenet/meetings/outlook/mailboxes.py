@@ -18,12 +18,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique
 from tenet.kernel.emails import InvalidEmail, clean_email, normalize_email
-from tenet.kernel.errors import DomainError
+from tenet.kernel.errors import DomainError, PreconditionFailed
+from tenet.kernel.reads import Runner
 from tenet.kernel.transitions import Refusal, transition
 from tenet.meetings import audit
-from tenet.meetings.outlook import errors, lifecycles, webhook
+from tenet.meetings.outlook import errors, lifecycles, policy, queries, webhook
+from tenet.meetings.outlook import graph as graph_client
 from tenet.meetings.outlook.graph import GraphClient, GraphError
 from tenet.meetings.outlook.models import MAILBOX_ADDRESS_LIVE, OutlookDeltaCursor, OutlookMailbox, OutlookNotification
+from tenet.meetings.settings import MeetingSettings
 
 HINT_DENIED = ("Exchange refuses this application the mailbox (RBAC for Applications or an Application Access "
                "Policy scopes the app's Calendars.Read). Add the mailbox to the app's management scope, allow for the "
@@ -73,6 +76,15 @@ async def check_access(graph: GraphClient, address: str) -> Access:
     return Access("OK", user_id)
 
 
+async def check_access_with_policy(runner: Runner, settings: MeetingSettings, address: str) -> Access:
+    """The access check as adding a mailbox runs it (the API's route and the console's form): under the stored
+    policy's concurrency, with two attempts and short retry sleeps, before any transaction is open."""
+    rules = policy.Policy.from_row(await queries.policy(runner))
+    async with graph_client.client_for(settings, max_concurrent=rules.max_concurrent_requests, max_attempts=2,
+                                       retry_base_seconds=rules.retry_base_seconds, max_retry_sleep=2.0) as client:
+        return await check_access(client, address)
+
+
 def _unavailable(exc: GraphError) -> errors.GraphUnavailable:
     return errors.GraphUnavailable(graph_status=exc.status, graph_code=exc.code, graph_request_id=exc.request_id)
 
@@ -111,6 +123,8 @@ async def add_mailbox(session: AsyncSession, *, principal_id: uuid.UUID, address
 def _refuse(refusal: Refusal[OutlookMailbox]) -> DomainError:
     if refusal.reason == "missing":
         return errors.MailboxNotFound()
+    if refusal.reason == "version":  # If-Match named another version
+        return PreconditionFailed(current_version=refusal.version)
     return errors.MailboxDisabled(current_state=refusal.status)
 
 
@@ -157,3 +171,19 @@ async def request_replay(session: AsyncSession, *, principal_id: uuid.UUID, mail
                        actor=Actor.user(principal_id), after={"since": since, "notifications": count})
     await webhook.defer_in(session, webhook.PROCESS_TASK, queueing_lock=webhook.PROCESS_LOCK)
     return count
+
+
+async def disable(session: AsyncSession, *, principal_id: uuid.UUID, mailbox_id: uuid.UUID, now: datetime,
+                  expected_version: int | None = None) -> OutlookMailbox:
+    """The operator stops reading a mailbox: DISABLED (terminal; its address may be added again as a new source).
+    No Graph call here: the subscriptions job deletes its Graph subscription at its next pass (Tenet's own object,
+    the only kind of write Tenet ever sends to Graph). Bindings whose source it was stay as they are and stop
+    syncing until taken over from another mailbox. Audited (MA-INV-40)."""
+    before = await session.scalar(select(OutlookMailbox.state).where(OutlookMailbox.id == mailbox_id))
+    row = await transition(session, lifecycles.MAILBOX, "disable", model=OutlookMailbox, id=mailbox_id,
+                           values={"updated_at": now}, expected_version=expected_version, refuse=_refuse,
+                           status_attr="state")
+    await audit.record(session, action=audit.Action.OUTLOOK_MAILBOX_DISABLED, resource=audit.Resource.OUTLOOK_MAILBOX,
+                       resource_id=mailbox_id, now=now, actor=Actor.user(principal_id), before={"state": before},
+                       after={"state": row.state})
+    return row

@@ -130,3 +130,55 @@ async def bindings(runner: Runner, *, page: PageParams, status: str | None, mail
 def check_cursors(page: PageParams, keyset: SqlKeyset) -> None:
     """A forged cursor is 400 INVALID_CURSOR before anything else a list answers (even 409 OUTLOOK_SYNC_OFF)."""
     keyset.after(page)
+
+
+# --- launch clean-up (spec layer 8) ---------------------------------------------------------------------------
+
+# Local series no live binding manages, with occurrences still to come (not started, not deleted).
+UNBOUND_SERIES_SQL = f"""
+    SELECT s.id AS series_id, s.title, s.timezone, s.rrule, s.start_date, s.start_local_time, s.duration_minutes,
+           s.organizer_id, s.version, f.future_meetings, f.next_start, f.last_start
+      FROM {_S}.meeting_series s
+      JOIN LATERAL (SELECT count(*) AS future_meetings, min(m.start_time) AS next_start,
+                           max(m.start_time) AS last_start
+                      FROM {_S}.meetings m
+                     WHERE m.series_id = s.id AND m.status IN ('ACTIVE', 'CANCELLED') AND m.start_time > %(now)s
+                   ) f ON f.future_meetings > 0
+     WHERE s.status = 'ACTIVE'
+       AND NOT EXISTS (SELECT 1 FROM {_S}.outlook_bindings b
+                        WHERE b.series_id = s.id AND b.status IN ('PENDING', 'ACTIVE'))
+     ORDER BY f.next_start, s.id"""
+SERIES_MASTERS_SQL = f"""
+    SELECT c.mailbox_id, c.graph_event_id, c.subject, c.start_at, c.timezone, c.recurrence, b.id AS binding_id,
+           (b.id IS NOT NULL) AS managed
+      FROM {_S}.outlook_candidates c
+      LEFT JOIN {_S}.outlook_bindings b ON b.graph_event_id = c.graph_event_id AND b.status IN ('PENDING', 'ACTIVE')
+     WHERE c.gone_at IS NULL AND c.type = 'seriesMaster'
+     ORDER BY c.mailbox_id, c.graph_event_id"""
+LAUNCH_COUNTS_SQL = f"""
+    SELECT coalesce((SELECT jsonb_object_agg(state, n) FROM (SELECT state, count(*) AS n FROM {_S}.outlook_mailboxes
+                                                           GROUP BY state) m), '{{}}'::jsonb) AS mailboxes,
+           (SELECT count(*) FROM {_S}.outlook_bindings WHERE status = 'ACTIVE') AS active_bindings"""
+
+
+async def cleanup_rows(runner: Runner, *, now: datetime) -> tuple[list[Row], list[Row], Row]:
+    """What the launch checklist is made of: the unbound local series, the Outlook series masters in the pool, and
+    the counts its operations steps are ticked by."""
+    series_rows = await runner.all(UNBOUND_SERIES_SQL, {"now": now})
+    masters = await runner.all(SERIES_MASTERS_SQL) if series_rows else []
+    counts = await runner.one(LAUNCH_COUNTS_SQL)
+    assert counts is not None  # an aggregate without FROM always answers one row
+    return series_rows, masters, counts
+
+
+RECENT_RUNS_SQL = f"""
+    SELECT r.id, r.mailbox_id, r.kind, r.status, r.started_at, r.finished_at, r.counts, r.graph_requests,
+           r.error_code, r.error_request_id
+      FROM {_S}.outlook_sync_runs r
+     WHERE r.mailbox_id = %(mailbox)s
+     ORDER BY r.started_at DESC, r.id DESC LIMIT %(limit)s"""
+
+
+async def recent_runs(runner: Runner, *, mailbox_id: uuid.UUID, limit: int = 20) -> list[Row]:
+    """A mailbox's last sync runs, newest first (the console's drift chart and table)."""
+    return await runner.all(RECENT_RUNS_SQL, {"mailbox": mailbox_id, "limit": limit})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime, time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -166,3 +166,67 @@ class BindingRead(BaseModel):
     created_at: datetime
     updated_at: datetime
     version: int
+
+
+# --- launch clean-up ----------------------------------------------------------------------------------------
+
+Weekday = Literal["MO", "TU", "WE", "TH", "FR", "SA", "SU"]
+
+
+class LookAlike(BaseModel):
+    """An Outlook series master that looks like a local series."""
+
+    mailbox_id: uuid.UUID
+    graph_event_id: str
+    subject: str | None
+    timezone: str | None
+    weekdays: list[Weekday]
+    local_time: time | None = Field(description="The master's start, on the clock of its own zone")
+    managed: bool = Field(description="Already bound (its binding will produce the meetings)")
+    binding_id: uuid.UUID | None
+    signals: list[Literal["subject", "weekday", "time"]] = Field(
+        description="Why it looks alike: the same subject (case and spacing aside, or one inside the other), a "
+                    "shared weekday, a start within 15 minutes on the clock")
+
+
+class LocalSeries(BaseModel):
+    series_id: uuid.UUID
+    title: str
+    timezone: str
+    rrule: str
+    start_date: date
+    start_local_time: time
+    duration_minutes: int
+    weekdays: list[Weekday]
+    organizer_id: uuid.UUID
+    version: int = Field(description='Send as If-Match ("<version>") with the truncation to be sure of what you saw')
+    future_meetings: int = Field(description="Occurrences that have not started (they go when truncated)")
+    next_start: datetime
+    last_start: datetime
+    look_alikes: list[LookAlike]
+
+
+class LaunchStep(BaseModel):
+    step: Literal["credentials", "mailboxes", "bindings", "truncate_local_series", "watch_sync"]
+    title: str
+    done: bool = Field(description="Read from what is stored now, never ticked by hand")
+    count: int | None = None
+
+
+class CleanupChecklist(BaseModel):
+    """The launch checklist (spec layer 8): local series no binding manages that still have meetings to come."""
+
+    generated_at: datetime
+    series: list[LocalSeries]
+    operations: list[LaunchStep]
+
+
+class TruncateResult(BaseModel):
+    series_id: uuid.UUID
+    status: Literal["ACTIVE", "DELETED"] = Field(
+        description="ACTIVE: the series now ends at `until`; DELETED: none of it had started, so nothing is kept")
+    rrule: str
+    until: date | None = Field(description="The last local date the series keeps (before today, or today when an "
+                                           "occurrence of today has already started)")
+    deleted_meeting_ids: list[str]
+    changed: bool = Field(description="False when the series already ended there (a repeated call)")

@@ -34,6 +34,13 @@ _MAILBOXES = """
       LEFT JOIN meeting_attendance.outlook_subscriptions s ON s.mailbox_id = m.id AND s.status = 'ACTIVE'
      WHERE m.state IN ('OK', 'DEGRADED') AND m.graph_user_id IS NOT NULL
      ORDER BY m.id"""
+# A disabled mailbox's subscription is deleted on Graph (Tenet's own object) and then ended here.
+_DISABLED = """
+    SELECT s.id AS row_id, s.graph_subscription_id
+      FROM meeting_attendance.outlook_subscriptions s
+      JOIN meeting_attendance.outlook_mailboxes m ON m.id = s.mailbox_id
+     WHERE s.status = 'ACTIVE' AND m.state = 'DISABLED'
+     ORDER BY s.id"""
 
 
 def urls(public_base_url: str) -> tuple[str, str]:
@@ -53,11 +60,14 @@ class Maintainer:
         self.db, self.client, self.policy = db, client, policy
         self.notification_url, self.lifecycle_url = urls(public_base_url)
         self.client_state = client_state
-        self.counts = {"created": 0, "renewed": 0, "recreated": 0, "reauthorized": 0, "failed": 0}
+        self.counts = {"created": 0, "renewed": 0, "recreated": 0, "reauthorized": 0, "deleted": 0, "failed": 0}
 
     async def run(self, now: datetime) -> dict[str, int]:
         async with self.db.read_only() as session:
             rows = await (await statements(session)).all(_MAILBOXES)
+            disabled = await (await statements(session)).all(_DISABLED)
+        for gone in disabled:
+            await self._delete(gone)
         margin = timedelta(minutes=self.policy.renewal_margin_minutes)
         for row in rows:
             try:
@@ -96,6 +106,19 @@ class Maintainer:
             await self.client.delete_subscription(str(made["id"]))
             return
         self.counts[counted] += 1
+
+    async def _delete(self, row: dict[str, Any]) -> None:
+        try:
+            await self.client.delete_subscription(row["graph_subscription_id"])
+        except GraphError as exc:
+            if exc.status != 404:  # 404: Graph already forgot it; anything else is tried again next pass
+                self.counts["failed"] += 1
+                log.warning("outlook subscription delete failed", extra={
+                    "graph_subscription_id": row["graph_subscription_id"], "graph_status": exc.status,
+                    "graph_code": exc.code, "graph_request_id": exc.request_id})
+                return
+        await self._end(row["row_id"], "delete")
+        self.counts["deleted"] += 1
 
     async def renew(self, row: dict[str, Any], now: datetime) -> None:
         expires = now + timedelta(minutes=self.policy.subscription_lifetime_minutes)

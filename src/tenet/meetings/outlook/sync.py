@@ -9,7 +9,10 @@ it. A 410 or `syncStateNotFound` (any case) drops the links and starts a full pa
 keyed by (mailbox, event id), so the pass creates no duplicates. A 403 ErrorAccessDenied stores the mailbox's
 ACCESS_DENIED state (no retries); other Graph failures mark it DEGRADED and leave the retry to the job.
 
-Bound events (bindings, managed meetings, exclusions) are the next layer's: this round keeps the candidate pool."""
+Bound events: before a page's cursor moves, every live binding the page touches (a bound single event, an occurrence
+of a bound master, an `@removed` id a link names) is synced by `apply.BindingSync` (the GET of the event or the
+master's `/instances`; a confirmed deletion cancels its meeting, an event that only left the window is untouched),
+once per round; a crash before the cursor's unit of work replays the page, and the sync is idempotent."""
 
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from sqlalchemy import update
 from tenet.db.database import Database
 from tenet.kernel.statements import statements
 from tenet.kernel.transitions import transition
-from tenet.meetings.outlook import lifecycles, mailboxes, times
+from tenet.meetings.outlook import apply, lifecycles, mailboxes, times
 from tenet.meetings.outlook.graph import GraphClient, GraphError
 from tenet.meetings.outlook.models import OutlookDeltaCursor, OutlookMailbox, OutlookSyncRun
 from tenet.meetings.outlook.policy import Policy
@@ -52,6 +55,13 @@ _UPSERT = """
 _GONE = """
     UPDATE meeting_attendance.outlook_candidates SET gone_at = %(now)s
      WHERE mailbox_id = %(mailbox)s AND graph_event_id = ANY(%(ids)s) AND gone_at IS NULL"""
+_TOUCHED = """
+    SELECT b.id FROM meeting_attendance.outlook_bindings b
+     WHERE b.mailbox_id = %(mailbox)s AND b.status IN ('PENDING', 'ACTIVE')
+       AND (b.graph_event_id = ANY(%(ids)s) OR EXISTS (
+            SELECT 1 FROM meeting_attendance.outlook_event_links l
+             WHERE l.binding_id = b.id AND l.graph_event_id = ANY(%(ids)s)))
+     ORDER BY b.id"""
 CANDIDATE_TYPES = ("singleInstance", "seriesMaster")
 
 
@@ -64,7 +74,9 @@ class RoundState:
     window: tuple[datetime, datetime]
     masters: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: {"pages": 0, "events": 0, "candidates": 0, "removed": 0,
-                                                           "left_window": 0, "resets": 0})
+                                                           "left_window": 0, "resets": 0,
+                                                           **apply.new_counts()})
+    synced: set[uuid.UUID] = field(default_factory=set)  # bindings this round already synced
 
 
 def window(now: datetime, rules: Policy) -> tuple[datetime, datetime]:
@@ -96,8 +108,10 @@ def candidate(event: dict[str, Any], default_zone: str) -> dict[str, Any] | None
 class DeltaRound:
     """One round for one mailbox with one GraphClient (the job holds the mailbox's lock)."""
 
-    def __init__(self, db: Database, client: GraphClient, *, rules: Policy, default_zone: str) -> None:
+    def __init__(self, db: Database, client: GraphClient, *, rules: Policy, default_zone: str,
+                 binder: apply.BindingSync | None = None) -> None:
         self.db, self.client, self.rules, self.default_zone = db, client, rules, default_zone
+        self.binder = binder
 
     async def run(self, mailbox_id: uuid.UUID, *, now: datetime, full: bool = False) -> dict[str, Any]:
         async with self.db.read_only() as session:
@@ -209,6 +223,7 @@ class DeltaRound:
         state.counts["candidates"] += len(rows)
         state.counts["removed"] += len(gone)
         link = page.get("@odata.nextLink"), page.get("@odata.deltaLink")
+        await self._sync_bound(state, items, now)
         async with self.db.unit_of_work() as session:
             run = await statements(session)
             if rows:
@@ -222,6 +237,28 @@ class DeltaRound:
                 window_start=state.window[0], window_end=state.window[1]))
             await session.execute(update(OutlookSyncRun).where(OutlookSyncRun.id == state.run_id).values(
                 counts=dict(state.counts), graph_requests=self.client.requests))
+
+    async def _sync_bound(self, state: RoundState, items: list[dict[str, Any]], now: datetime) -> None:
+        """The page's bound events, each binding once per round (its sync reads Graph's state as it is now)."""
+        if self.binder is None:
+            return
+        ids = sorted({v for i in items for v in (i.get("id"), i.get("seriesMasterId")) if isinstance(v, str)})
+        if not ids:
+            return
+        async with self.db.read_only() as session:
+            rows = await (await statements(session)).all(_TOUCHED, {"mailbox": state.mailbox_id, "ids": ids})
+        for row in rows:
+            if row["id"] in state.synced:
+                continue
+            state.synced.add(row["id"])
+            try:
+                await self.binder.run(row["id"], now=now, counts=state.counts)
+            except GraphError as exc:
+                # One binding's failed read must not hold the mailbox's cursor: reconciliation repairs it.
+                state.counts["binding_failures"] = state.counts.get("binding_failures", 0) + 1
+                log.warning("outlook binding sync failed in a delta round", extra={
+                    "binding_id": str(row["id"]), "graph_status": exc.status, "graph_code": exc.code,
+                    "graph_request_id": exc.request_id})
 
     async def _finish(self, state: RoundState, now: datetime) -> None:
         async with self.db.unit_of_work() as session:

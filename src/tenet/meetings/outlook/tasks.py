@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,9 +19,20 @@ from tenet.db.database import Database
 from tenet.kernel.jobs import JobScope, job
 from tenet.kernel.settings import KernelSettings, section
 from tenet.kernel.statements import statements
-from tenet.meetings.outlook import graph, queries, subscriptions, sync, webhook
+from tenet.meetings.outlook import apply, graph, queries, reconcile, runs, subscriptions, sync, webhook
 from tenet.meetings.outlook.policy import Policy
-from tenet.meetings.outlook.webhook import DELTA_JOB, DELTA_TASK, PROCESS_JOB, PROCESS_LOCK, delta_lock
+from tenet.meetings.outlook.webhook import (
+    BINDING_JOB,
+    DELTA_JOB,
+    DELTA_TASK,
+    PROCESS_JOB,
+    PROCESS_LOCK,
+    RECONCILE_JOB,
+    RECONCILE_TASK,
+    defer_binding_syncs,
+    delta_lock,
+)
+from tenet.meetings.service import MeetingPolicy
 from tenet.meetings.settings import MeetingSettings
 
 log = logging.getLogger(__name__)
@@ -124,11 +136,14 @@ async def process(db: Database, settings: KernelSettings, *, now: datetime) -> d
     outlook = section(settings, MeetingSettings)
     counts: dict[str, Any] = {"notifications": 0, "dropped": 0}
     changed: set[uuid.UUID] = set()
+    resources: set[tuple[uuid.UUID, str]] = set()
     while True:
         rows = await _claim(db, now)
         counts["notifications"] += len(rows)
         counts["dropped"] += sum(1 for r in rows if r["mailbox_id"] is None)
         changed.update(r["mailbox_id"] for r in rows if r["kind"] == "CHANGE" and r["mailbox_id"] is not None)
+        resources.update((r["mailbox_id"], r["resource_id"]) for r in rows
+                         if r["kind"] == "CHANGE" and r["mailbox_id"] is not None and r["resource_id"])
         lifecycle = [r for r in rows if r["kind"] == "LIFECYCLE"]
         if lifecycle and _sync_ready(outlook):
             rules = await _policy(db)
@@ -140,7 +155,17 @@ async def process(db: Database, settings: KernelSettings, *, now: datetime) -> d
             break
     counts["mailboxes_changed"] = sorted(str(m) for m in changed)
     counts["rounds_queued"] = await defer_rounds(db, sorted(changed))
+    counts["binding_syncs_queued"] = await _defer_bound(db, resources)
     return counts
+
+
+async def _defer_bound(db: Database, resources: set[tuple[uuid.UUID, str]]) -> int:
+    """A notification naming a bound event (a series master's update is the only trace of a change of its
+    subject, or of an occurrence deleted silently): that binding's sync, besides the mailbox's delta round."""
+    if not resources:
+        return 0
+    async with db.unit_of_work() as session:
+        return await defer_binding_syncs(session, resources)
 
 
 async def defer_rounds(db: Database, mailbox_ids: list[uuid.UUID]) -> int:
@@ -167,13 +192,89 @@ async def delta_round(db: Database, settings: KernelSettings, *, mailbox_id: uui
         return {"skipped": "sync off"}
     rules = await _policy(db)
     async with _client(outlook, rules) as client:
-        return await sync.DeltaRound(db, client, rules=rules, default_zone=settings.default_timezone).run(
-            mailbox_id, now=now, full=full)
+        binder = _binder(db, client, rules, settings, now)
+        return await sync.DeltaRound(db, client, rules=rules, default_zone=settings.default_timezone,
+                                     binder=binder).run(mailbox_id, now=now, full=full)
+
+
+def _binder(db: Database, client: graph.GraphClient, rules: Policy, settings: KernelSettings,
+            now: datetime) -> apply.BindingSync:
+    return apply.BindingSync(db, client, rules=rules, default_zone=settings.default_timezone,
+                             meeting_policy=MeetingPolicy.from_settings(settings), span=sync.window(now, rules))
+
+
+def _mailbox_lock(kwargs: Mapping[str, Any]) -> str:
+    return f"outlook:mailbox:{kwargs['mailbox_id']}"
+
+
+async def sync_binding(db: Database, settings: KernelSettings, *, binding_id: uuid.UUID, now: datetime
+                       ) -> dict[str, Any]:
+    outlook = section(settings, MeetingSettings)
+    if not outlook.graph_configured:
+        return {"skipped": "sync off"}
+    target = await apply.read_target(db, binding_id)
+    if target is None:
+        return {"skipped": "released, missing or its mailbox unreadable"}
+    rules = await _policy(db)
+    counts = apply.new_counts()
+    async with _client(outlook, rules) as client:
+        binder = _binder(db, client, rules, settings, now)
+        return await runs.recorded(db, client, mailbox_id=target.mailbox_id, kind="BINDING", now=now, counts=counts,
+                                   body=lambda: binder.run(binding_id, now=now, counts=counts))
+
+
+@job(blueprint, name=BINDING_JOB, unit_of_work=False, history=True, lock=_mailbox_lock,
+     retry=procrastinate.RetryStrategy(max_attempts=5, exponential_wait=2))
+async def outlook_sync_binding(scope: JobScope, binding_id: str, mailbox_id: str) -> dict[str, Any]:
+    """One binding's meetings in step with Graph (a new binding, a notification naming its event, an exclusion
+    removed). `mailbox_id` names the lock: one writer per mailbox at a time, delta rounds included."""
+    return await sync_binding(scope.db, scope.settings, binding_id=uuid.UUID(binding_id), now=scope.now)
+
+
+async def reconcile_mailbox(db: Database, settings: KernelSettings, *, mailbox_id: uuid.UUID, now: datetime
+                            ) -> dict[str, Any]:
+    outlook = section(settings, MeetingSettings)
+    if not outlook.graph_configured:
+        return {"skipped": "sync off"}
+    rules = await _policy(db)
+    async with _client(outlook, rules) as client:
+        return await reconcile.reconcile(db, _binder(db, client, rules, settings, now), mailbox_id=mailbox_id,
+                                         now=now)
+
+
+@job(blueprint, name=RECONCILE_JOB, unit_of_work=False, history=True, lock=_mailbox_lock,
+     retry=procrastinate.RetryStrategy(max_attempts=3, exponential_wait=2))
+async def outlook_reconcile(scope: JobScope, mailbox_id: str) -> dict[str, Any]:
+    """Every live binding of the mailbox compared in full with Graph, the drift repaired (kind RECONCILE)."""
+    return await reconcile_mailbox(scope.db, scope.settings, mailbox_id=uuid.UUID(mailbox_id), now=scope.now)
+
+
+async def schedule(db: Database, settings: KernelSettings, *, now: datetime) -> dict[str, Any]:
+    """The policy's `reconcile_cron`, read each minute (a change applies at the next minute, no restart)."""
+    if not section(settings, MeetingSettings).graph_configured:
+        return {}
+    rules = await _policy(db)
+    if not reconcile.due(rules, now):
+        return {"due": False}
+    queued = 0
+    ids = await reconcile.mailboxes(db)
+    if ids:
+        async with db.unit_of_work() as session:
+            for mailbox_id in ids:
+                queued += await webhook.defer_in(session, RECONCILE_TASK, mailbox_id=str(mailbox_id),
+                                                 queueing_lock=f"outlook:reconcile:{mailbox_id}")
+    return {"due": True, "reconciliations_queued": queued}
+
+
+@job(blueprint, name="outlook_schedule", cron="* * * * *", unit_of_work=False, history=True,
+     lock="outlook:schedule")
+async def outlook_schedule(scope: JobScope, timestamp: int) -> dict[str, Any]:
+    """Queue each mailbox's reconciliation when the policy's cron names this minute."""
+    return await schedule(scope.db, scope.settings, now=scope.now)
 
 
 @job(blueprint, name=DELTA_JOB, unit_of_work=False, history=True,
-     lock=lambda kwargs: f"outlook:mailbox:{kwargs['mailbox_id']}",
-     retry=procrastinate.RetryStrategy(max_attempts=5, exponential_wait=2))
+     lock=_mailbox_lock, retry=procrastinate.RetryStrategy(max_attempts=5, exponential_wait=2))
 async def outlook_delta_round(scope: JobScope, mailbox_id: str, full: bool = False) -> dict[str, Any]:
     """One delta round of one mailbox (the mailbox's lock: one round at a time across all workers)."""
     return await delta_round(scope.db, scope.settings, mailbox_id=uuid.UUID(mailbox_id), now=scope.now, full=full)

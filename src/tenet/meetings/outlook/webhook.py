@@ -37,6 +37,17 @@ DELTA_JOB = "outlook_delta_round"
 DELTA_TASK = f"meetings:{DELTA_JOB}"
 
 
+BINDING_JOB = "outlook_sync_binding"
+BINDING_TASK = f"meetings:{BINDING_JOB}"
+RECONCILE_JOB = "outlook_reconcile"
+RECONCILE_TASK = f"meetings:{RECONCILE_JOB}"
+_BOUND = """
+    SELECT b.id, b.mailbox_id FROM meeting_attendance.outlook_bindings b
+      JOIN unnest(CAST(%(mailboxes)s AS uuid[]), CAST(%(events)s AS text[])) AS r(mailbox_id, event_id)
+        ON r.mailbox_id = b.mailbox_id AND r.event_id = b.graph_event_id
+     WHERE b.status IN ('PENDING', 'ACTIVE')"""
+
+
 def delta_lock(mailbox_id: object) -> str:
     """At most one waiting round per mailbox (a storm of notifications queues one)."""
     return f"outlook:delta:{mailbox_id}"
@@ -115,6 +126,23 @@ async def defer_in(session: AsyncSession, task: str, *, queueing_lock: str, **kw
         return False
     await run.execute("RELEASE SAVEPOINT outlook_defer")
     return True
+
+
+async def defer_binding_sync(session: AsyncSession, *, binding_id: object, mailbox_id: object) -> bool:
+    """One waiting sync per binding (its queueing lock); it runs under the mailbox's lock."""
+    return await defer_in(session, BINDING_TASK, queueing_lock=f"outlook:binding:{binding_id}",
+                          binding_id=str(binding_id), mailbox_id=str(mailbox_id))
+
+
+async def defer_binding_syncs(session: AsyncSession, resources: set[tuple[Any, str]]) -> int:
+    """The syncs of the live bindings whose (mailbox, event id) a notification named."""
+    pairs = sorted(resources, key=str)
+    rows = await (await statements(session)).all(_BOUND, {"mailboxes": [p[0] for p in pairs],
+                                                         "events": [p[1] for p in pairs]})
+    queued = 0
+    for row in rows:
+        queued += await defer_binding_sync(session, binding_id=row["id"], mailbox_id=row["mailbox_id"])
+    return queued
 
 
 async def receive(session: AsyncSession, *, settings: MeetingSettings, kind: str, items: list[dict[str, Any]],
