@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from tests.e2e.test_console_pages import BASE, _person, _sign_in, watched  # noqa: F401  (a fixture)
+from tests.e2e.test_console_pages import BASE, _person, _sign_in
 
 pytestmark = pytest.mark.live_server
 # A week of the future, so the meetings are the only ones there whatever the live server holds already:
