@@ -35,7 +35,7 @@ async def _activate(page, selector: str) -> None:
     await page.keyboard.press("Enter")
 
 
-async def test_the_week_view_by_keyboard(live_server, live_admin_token, watched):  # noqa: F811
+async def test_the_week_view_by_keyboard(live_server, live_admin_token, watched):
     open_page, violations = watched
     manager = _person(live_server, live_admin_token, "Wei Manager", ["MeetingManager"])
     tag = uuid.uuid4().hex[:6]
@@ -89,7 +89,7 @@ async def test_the_week_view_by_keyboard(live_server, live_admin_token, watched)
     assert violations == []
 
 
-async def test_a_manager_cancels_a_meeting_and_reads_its_trail(live_server, live_admin_token, watched):  # noqa: F811
+async def test_a_manager_cancels_a_meeting_and_reads_its_trail(live_server, live_admin_token, watched):
     open_page, violations = watched
     manager = _person(live_server, live_admin_token, "Carla Canceller", ["MeetingManager"])
     title = f"Offsite {uuid.uuid4().hex[:6]}"

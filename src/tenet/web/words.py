@@ -59,7 +59,6 @@ SENTENCES: dict[str, str] = {
     "OUTLOOK_EXCLUSION_NOT_SERIES": N_("Only occurrences of a bound series can be excluded."),
     "OUTLOOK_EXCLUSION_EXISTS": N_("This occurrence is excluded already."),
     "OUTLOOK_EXCLUSION_NOT_FOUND": N_("This occurrence is not excluded."),
-    "SERIES_NOT_FOUND": N_("This series does not exist (any more)."),
 }
 GENERAL = N_("The request was refused.")
 
