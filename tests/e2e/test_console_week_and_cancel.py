@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from tests.e2e.test_console_pages import BASE, _person, _sign_in
+from tests.e2e.test_console_pages import BASE, _person, _shoot, _sign_in
 
 pytestmark = pytest.mark.live_server
 # A week of the future, so the meetings are the only ones there whatever the live server holds already:
@@ -35,7 +35,7 @@ async def _activate(page, selector: str) -> None:
     await page.keyboard.press("Enter")
 
 
-async def test_the_week_view_by_keyboard(live_server, live_admin_token, watched):  # noqa: F811
+async def test_the_week_view_by_keyboard(live_server, live_admin_token, watched):
     open_page, violations = watched
     manager = _person(live_server, live_admin_token, "Wei Manager", ["MeetingManager"])
     tag = uuid.uuid4().hex[:6]
@@ -58,6 +58,7 @@ async def test_the_week_view_by_keyboard(live_server, live_admin_token, watched)
     assert await page.locator(f"#day-2027-03-03 li[data-meeting='{wednesday}']").count() == 1
     assert await page.locator(f"li[data-meeting='{next_monday}']").count() == 0  # the next week in Shanghai
     assert "(Asia/Shanghai)" in await sunday.text_content()
+    await _shoot(page, "week")
     box = await page.locator("#day-2027-03-01").bounding_box()
     other = await page.locator("#day-2027-03-07").bounding_box()
     assert box and other and other["x"] > box["x"] and abs(other["y"] - box["y"]) < 1  # seven columns in a row
@@ -89,7 +90,7 @@ async def test_the_week_view_by_keyboard(live_server, live_admin_token, watched)
     assert violations == []
 
 
-async def test_a_manager_cancels_a_meeting_and_reads_its_trail(live_server, live_admin_token, watched):  # noqa: F811
+async def test_a_manager_cancels_a_meeting_and_reads_its_trail(live_server, live_admin_token, watched):
     open_page, violations = watched
     manager = _person(live_server, live_admin_token, "Carla Canceller", ["MeetingManager"])
     title = f"Offsite {uuid.uuid4().hex[:6]}"
@@ -108,6 +109,7 @@ async def test_a_manager_cancels_a_meeting_and_reads_its_trail(live_server, live
     await page.wait_for_selector("#cancel-form")
     await page.focus("#reason")
     await page.keyboard.type("The venue closed")
+    await _shoot(page, "cancel")
     await _activate(page, "#confirm-cancel")
     await page.wait_for_url(f"{live_server.url}/console/meetings/{meeting}")
     assert await page.text_content("#status") == "Cancelled"

@@ -73,6 +73,12 @@ async def test_the_list_filters_by_city_series_and_organizer(client, users, mana
                                                             "series": series_id, "status": "SCHEDULED"})
     assert sorted(_listed(combined.text)) == occurrences
 
+    for params in ({"city": "SHANGHAI"}, {"organizer": "lars"}, {"series_id": series_id, "city": "Shanghai"}):
+        api = await client.get(f"{BASE}/meetings", params={"scope": "all", **params}, headers=manager.headers)
+        page = await client.get("/console/meetings", params={
+            "scope": "all", **{("series" if k == "series_id" else k): v for k, v in params.items()}})
+        assert sorted(m["id"] for m in api.json()["items"]) == sorted(_listed(page.text)), params  # one query
+
     paged = await client.get("/console/meetings", params={"scope": "all", "city": "Shanghai"})
     assert "&amp;city=Shanghai&amp;" in paged.text  # the week view's and the next page's links keep the filters
     bad_series = await client.get("/console/meetings", params={"series": "not-a-series"})
@@ -110,6 +116,8 @@ async def test_a_walk_in_cannot_filter_by_what_the_restricted_view_hides(client,
     assert _listed((await client.get("/console/meetings")).text) == [meeting]  # theirs: they were there
     assert _listed((await client.get("/console/meetings", params={"city": "Shanghai"})).text) == [meeting]
     assert _listed((await client.get("/console/meetings", params={"organizer": "Lars"})).text) == []
+    api = await client.get(f"{BASE}/meetings", params={"organizer": "Lars"}, headers=walk_in.headers)
+    assert api.status_code == 200 and api.json()["items"] == []  # the API's list, the same query
     week = await client.get("/console/meetings/week", params={"organizer": "Lars"})
     assert _listed(week.text) == []
 

@@ -163,3 +163,50 @@ async def test_the_series_page_in_chinese(client, manager, clock):
     assert '<html lang="zh-CN">' in page.text and "从此处起调整时间…" in page.text
     form = await client.get(f"/console/series/{series_id}/reschedule", params={"from": meetings[0]})
     assert "从某次会议起调整时间" in form.text and "2026年1月12日" in form.text
+
+
+async def test_a_manager_edits_the_series_fields_and_a_stale_form_shows_the_new_state(client, manager, clock):
+    series_id, meetings = await _series(client, manager)
+    edited_alone = await client.patch(f"{BASE}/meetings/{meetings[3]}", headers=manager.headers,
+                                      json={"location": "Somewhere else"})
+    assert edited_alone.status_code == 200
+    await sign_in(client, manager.email)
+    page = await client.get(f"/console/series/{series_id}")
+    assert f'id="edit-series" href="/console/series/{series_id}/edit"' in page.text
+    form = await client.get(f"/console/series/{series_id}/edit")
+    version = re.search(r'name="version" value="(\d+)"', form.text).group(1)
+    fields = {"csrf_token": csrf_of(form.text), "version": version, "title": "Team review (new)",
+              "location": "Room 9", "city": "", "description": "", "late_grace_minutes": "10",
+              "checkin_opens_minutes_before": "30"}
+    done = await client.post(f"/console/series/{series_id}/edit", data=fields)
+    assert done.status_code == 303 and done.headers["location"] == f"/console/series/{series_id}?updated=3"
+    reads = [(await client.get(f"{BASE}/meetings/{m}", headers=manager.headers)).json() for m in meetings]
+    assert [r["title"] for r in reads] == ["Team review (new)"] * 3 + ["Team review"]  # edited alone: kept
+    assert [r["location"] for r in reads] == ["Room 9"] * 3 + ["Somewhere else"]
+    assert reads[0]["late_grace_minutes"] == 10
+    notice = await client.get(done.headers["location"])
+    assert 'id="series-updated"' in notice.text and "3 meetings that have not started" in notice.text
+
+    stale = await client.post(f"/console/series/{series_id}/edit", data={**fields, "title": "Old form"})
+    assert stale.status_code == 412 and 'data-code="PRECONDITION_FAILED"' in stale.text
+    assert 'value="Team review (new)"' in stale.text  # the new state, to change again
+    empty = await client.post(f"/console/series/{series_id}/edit", data={**fields, "version": "", "title": " "})
+    assert empty.status_code == 422 and 'id="e-title"' in empty.text
+    everything = await client.post(f"/console/series/{series_id}/edit", data={
+        **fields, "version": "", "title": "Team review 3", "apply_to_exceptions": "on"})
+    assert everything.headers["location"].endswith("?updated=4")
+
+
+async def test_the_series_edit_is_refused_without_the_point(client, users, manager, clock):
+    leader = await users.make(roles=[Role.LEADER], display_name="Lars Leader")
+    series_id, _ = await _series(client, manager, organizer_id=str(leader.id))
+    await sign_in(client, leader.email)
+    assert 'id="edit-series"' not in (await client.get(f"/console/series/{series_id}")).text
+    assert (await client.get(f"/console/series/{series_id}/edit")).status_code == 403
+    csrf = await page_csrf(client)
+    forged = await client.post(f"/console/series/{series_id}/edit", data={"csrf_token": csrf, "title": "Forged"})
+    assert forged.status_code == 403 and 'data-code="PERMISSION_DENIED"' in forged.text
+    api = await client.patch(f"{BASE}/series/{series_id}", headers=leader.headers, json={"title": "Forged"})
+    assert api.status_code == 403
+    read = (await client.get(f"{BASE}/series/{series_id}", headers=manager.headers)).json()
+    assert read["title"] == "Team review"

@@ -15,6 +15,7 @@ from tenet.meetings.pages import (
     cancel,
     corrections,
     meeting_form,
+    meeting_templates,
     outlook_bindings,
     series_form,
     series_page,
@@ -30,8 +31,8 @@ from tenet.meetings.permissions import TAG, TAG_DESCRIPTION
 ROUTERS = (attendances.router, checkin.router, meetings.router, reports.router, audit.router, series.router,
            templates.router, agenda.router, pages_router, outlook.router,
            meeting_form.router, corrections.router, series_form.router, series_page.router,
-           upload_tasks.router, cancel.router, audit_trail.router, outlook_pages.router, outlook_bindings.router,
-           console_pages.router)
+           upload_tasks.router, cancel.router, audit_trail.router, meeting_templates.router, outlook_pages.router,
+           outlook_bindings.router, console_pages.router)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},
                 {"name": agenda_permissions.TAG, "description": agenda_permissions.TAG_DESCRIPTION},
                 {"name": outlook_permissions.TAG, "description": outlook_permissions.TAG_DESCRIPTION})

@@ -92,7 +92,10 @@ async def create_meeting(body: MeetingCreate, principal: Creator, session: Sessi
 
 @router.get("/meetings", response_model=Page[MeetingSummary], summary="Meetings by start time",
             description="Your meetings (created, organized, required at, checked in to); managers may ask "
-                        "`scope=all`. `from`/`to` bound the start time (half-open).",
+                        "`scope=all`. `from`/`to` bound the start time (half-open). `city` matches the city whole "
+                        "(case-insensitive); `organizer` is text in the organizer's name or email. For someone who "
+                        "is not a manager, `series_id` and `organizer` match only meetings whose full view they "
+                        "have (a walk-in's restricted view hides both).",
             responses=problem_responses(400, 422))
 async def list_meetings(
     principal: Reader, request: Request, params: PageDep,
@@ -101,6 +104,8 @@ async def list_meetings(
     end: Annotated[datetime | None, Query(alias="to")] = None,
     status_filter: Annotated[ClockStatus | None, Query(alias="status")] = None,
     series_id: uuid.UUID | None = None,
+    city: Annotated[str | None, Query(max_length=100)] = None,
+    organizer: Annotated[str | None, Query(max_length=100)] = None,
 ) -> Response:
     for value in (start, end):
         if value is not None and value.tzinfo is None:
@@ -110,7 +115,8 @@ async def list_meetings(
         raise errors.ReportRangeInvalid("to must be after from")
     rows, cursor = await queries.meetings(reads(request), principal=principal, scope=scope, start=start, end=end,
                                           status=status_filter.value if status_filter else None,
-                                          series_id=series_id, page=params, now=clock_now(request))
+                                          series_id=series_id, city=city, organizer=organizer, page=params,
+                                          now=clock_now(request))
     return json_response(Page[MeetingSummary](items=[MeetingSummary.model_validate(r) for r in rows],
                                               next_cursor=cursor))
 

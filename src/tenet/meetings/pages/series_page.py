@@ -1,8 +1,9 @@
 """A series in the console (issue 18): its rule and occurrences (the query of `GET /series/{id}`, for the people it
 answers: managers, and the organizer), and the bulk reschedule from an occurrence on (`POST /series/{id}/reschedule`'s
 request model and command, `SeriesReschedule` and `series.reschedule_series`): by a shift of wall-clock minutes, or
-to a new local time of day (and duration); occurrences edited alone are skipped unless asked. Offered to holders of
-`meeting:series:manage`, the point the API's route checks, for occurrences that have not started."""
+to a new local time of day (and duration); occurrences edited alone are skipped unless asked; and the edit of its
+fields (`PATCH /series/{id}`'s `SeriesUpdate` and `series.update_series`). Offered to holders of
+`meeting:series:manage`, the point the API's routes check (the reschedule for occurrences that have not started)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from pydantic import ValidationError
 
 from tenet.deps import reads
 from tenet.kernel.errors import DomainError, PermissionDenied, ValidationFailed
-from tenet.meetings import queries, series
+from tenet.meetings import queries, series, service
 from tenet.meetings.permissions import Permission
-from tenet.meetings.schemas import SeriesReschedule
+from tenet.meetings.schemas import SeriesReschedule, SeriesUpdate
 from tenet.web import console
 from tenet.web.console import PREFIX, ConsoleRoute, Viewer
 
@@ -47,11 +48,13 @@ def _may_reschedule(viewer: Viewer) -> bool:
 @router.get("/series/{series_id}")
 async def series_page(request: Request, series_id: str,
                       moved: Annotated[int | None, Query(ge=0, le=100_000)] = None,
-                      skipped: Annotated[int | None, Query(ge=0, le=100_000)] = None) -> Response:
+                      skipped: Annotated[int | None, Query(ge=0, le=100_000)] = None,
+                      updated: Annotated[int | None, Query(ge=0, le=100_000)] = None) -> Response:
     viewer = await console.signed_in(request)
     found = await _series(request, viewer, series_id)
     return console.render(request, viewer, "meetings/series.html", active="meetings", series=found,
-                          may_reschedule=_may_reschedule(viewer), moved=moved, skipped=skipped, problem=None)
+                          may_reschedule=_may_reschedule(viewer), moved=moved, skipped=skipped, updated=updated,
+                          problem=None)
 
 
 def _occurrence(found: dict[str, Any], meeting_id: str) -> dict[str, Any]:
@@ -138,6 +141,77 @@ async def reschedule(request: Request, series_id: str) -> Response:
         if first is None:  # no such occurrence (any more): the series page says so
             return console.render(request, viewer, "meetings/series.html", status_code=status_code,
                                   active="meetings", series=found, may_reschedule=True, moved=None, skipped=None,
-                                  problem=problems.get("form", "SERIES_OCCURRENCE_NOT_FOUND"))
+                                  updated=None, problem=problems.get("form", "SERIES_OCCURRENCE_NOT_FOUND"))
         return _form(request, viewer, found, first, values=values, problems=problems, status_code=status_code)
     return console.see_other(f"{PREFIX}/series/{series_id}?moved={len(moved)}&skipped={len(skipped)}")
+
+
+# --- the series' fields -----------------------------------------------------------------------------------
+
+EDIT_TEXTS = ("title", "description", "location", "city")
+EDIT_NUMBERS = ("late_grace_minutes", "checkin_opens_minutes_before")
+
+
+def _edit_values(found: dict[str, Any]) -> dict[str, Any]:
+    return {**{name: found[name] or "" for name in EDIT_TEXTS}, **{name: str(found[name]) for name in EDIT_NUMBERS},
+            "apply_to_exceptions": False}
+
+
+def _edit_form(request: Request, viewer: Viewer, found: dict[str, Any], *, values: dict[str, Any],
+               problems: dict[str, str] | None = None, notice: str | None = None, status_code: int = 200) -> Response:
+    return console.render(request, viewer, "meetings/series_edit.html", status_code=status_code, active="meetings",
+                          series=found, values=values, problems=problems or {}, notice=notice)
+
+
+@router.get("/series/{series_id}/edit")
+async def edit_series_form(request: Request, series_id: str) -> Response:
+    viewer = await console.signed_in(request)
+    found = await _series(request, viewer, series_id)
+    if not _may_reschedule(viewer):
+        raise PermissionDenied(f"Requires the permission {Permission.SERIES_MANAGE}",
+                               permission=Permission.SERIES_MANAGE.value)
+    return _edit_form(request, viewer, found, values=_edit_values(found))
+
+
+@router.post("/series/{series_id}/edit")
+async def edit_series(request: Request, series_id: str) -> Response:
+    """`PATCH /series/{id}`'s model and command: the fields reach the occurrences that have not started (and those
+    edited alone when asked); the form's version makes it conditional (412: someone else changed the series)."""
+    viewer = await console.signed_in(request)
+    form = await console.posted(request, viewer)
+    if not _may_reschedule(viewer):
+        raise PermissionDenied(f"Requires the permission {Permission.SERIES_MANAGE}",
+                               permission=Permission.SERIES_MANAGE.value)
+    assert viewer.principal is not None
+    values: dict[str, Any] = {name: str(form.get(name, "")).strip()[:2000] for name in (*EDIT_TEXTS, *EDIT_NUMBERS)}
+    values["apply_to_exceptions"] = form.get("apply_to_exceptions") == "on"
+    version = str(form.get("version", ""))
+    changes: dict[str, Any] = {name: values[name] or None for name in EDIT_TEXTS}
+    changes.update({name: values[name] for name in EDIT_NUMBERS if values[name]})
+    try:
+        try:
+            body = SeriesUpdate.model_validate(changes).model_dump(exclude_unset=True)
+        except ValidationError as exc:
+            raise _Problems({str(e["loc"][0]) if e["loc"] else "form": "VALIDATION_FAILED"
+                             for e in exc.errors()}) from None
+        if not body.get("title"):
+            raise _Problems({"title": "VALIDATION_FAILED"})
+        async with request.app.state.db.unit_of_work() as session:
+            _, _, updated, _ = await series.update_series(
+                session, series_id=_series_id(series_id), principal_id=viewer.principal.id, changes=body,
+                apply_to_exceptions=values["apply_to_exceptions"],
+                expected_version=int(version) if version.isdigit() else None,
+                policy=service.MeetingPolicy.from_settings(request.app.state.settings), now=console.now(request))
+    except _Problems as exc:
+        found = await _series(request, viewer, series_id)
+        return _edit_form(request, viewer, found, values=values, problems=exc.problems, status_code=422)
+    except DomainError as exc:
+        if exc.status >= 500 or exc.status in (401, 403, 404):
+            raise
+        found = await _series(request, viewer, series_id)
+        if str(exc.code) in ("PRECONDITION_FAILED", "VERSION_CONFLICT"):  # the new state, said so
+            return _edit_form(request, viewer, found, values=_edit_values(found), notice=str(exc.code),
+                              status_code=exc.status)
+        return _edit_form(request, viewer, found, values=values, problems={"form": str(exc.code)},
+                          status_code=exc.status)
+    return console.see_other(f"{PREFIX}/series/{series_id}?updated={len(updated)}")
