@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from tests.reservations.conftest import make_world
+from tenet.iam.permissions import Role
+from tests.reservations.conftest import assign, make_world
 from tests.web.desk_support import ReservationApi, agent_browser, body, csrf, form_of, item, signed_in
 
 DESK = "/console/desk"
@@ -133,9 +134,6 @@ async def test_confirm_refuses_on_the_fields_then_confirms(client, rsv, world):
 
 async def test_two_agents_on_one_task_the_second_sees_the_412_and_nothing_is_overwritten(app, client, rsv, world,
                                                                                          users):
-    from tests.reservations.conftest import assign
-    from tenet.iam.permissions import Role
-
     colleague = await users.make(roles=[Role.RESERVATION_AGENT], display_name="Cora Colleague")
     await assign(app.state.db, colleague, "H1", rsv.clock)
     [task] = await _tasks(rsv, world, item("new", cn="CNF-6", fields={**BAD_DATE, "arrival_date": "2026-03-01"}))

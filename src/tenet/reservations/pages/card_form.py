@@ -111,8 +111,8 @@ def row_count(form: FormData, key: str) -> int:
 def payload(definition: TaskCardDefinitionRead, form: FormData, *, add_row: str = "",
             remove_row: tuple[str, int] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The card payload the form says (read-only fields are the AI's: never sent), and the values to show on the
-    form again (each list with its empty rows where they were). Empty inputs are left out (a draft may lack anything); an empty row is kept on the form but
-    not sent, so adding a row never makes a draft invalid."""
+    form again (each list with its empty rows where they were). Empty inputs are left out (a draft may lack
+    anything); an empty row is kept on the form but not sent, so adding a row never makes a draft invalid."""
     values: dict[str, Any] = {}
     display: dict[str, Any] = {}
     for f in definition.fields:

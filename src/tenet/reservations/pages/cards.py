@@ -64,7 +64,8 @@ async def card_context(request: Request, viewer: Viewer, task_id: int, *, values
                                         business_key=search_key(target), viewer=caller, page=PageParams(limit=20))
         targets = [o for o in found if o["id"] != task["order_id"]]
     return {"task": task, "definition": definition, "inputs": shown, "issues": issues, "operations": operations,
-            "error_slots": card_form.error_paths(shown), "targets": targets, "target": target, "convertible": CONVERTIBLE, "error": None, "conflict": None,
+            "error_slots": card_form.error_paths(shown), "targets": targets, "target": target,
+            "convertible": CONVERTIBLE, "error": None, "conflict": None,
             "draft_saved": False, "zone": viewer.zone or request.app.state.settings.default_timezone}
 
 

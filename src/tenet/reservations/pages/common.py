@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import pydantic
-
 from fastapi import Request
 from starlette.datastructures import FormData
 

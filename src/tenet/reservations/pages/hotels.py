@@ -25,8 +25,8 @@ from tenet.reservations.pages.common import (
     require,
     text,
 )
-from tenet.reservations.schemas import HotelCreate
 from tenet.reservations.permissions import ReservationPermission as P
+from tenet.reservations.schemas import HotelCreate
 from tenet.web import console
 from tenet.web.console import ConsoleRoute, Viewer
 

@@ -35,8 +35,9 @@ async def _page(request: Request, viewer: Viewer, order_id: int, *, status_code:
                 error: str | None = None, reason: str = "", current: dict[str, Any] | None = None) -> Response:
     caller = reader(viewer)
     order = current or await queries.order(reads(request), order_id=order_id, viewer=caller)
+    offered: dict[str, Any] = closable(order, caller)
     return console.render(request, viewer, "desk/order.html", status_code=status_code, active="desk", order=order,
-                          **closable(order, caller), error=error, reason=reason,
+                          error=error, reason=reason, **offered,
                           zone=viewer.zone or request.app.state.settings.default_timezone)
 
 
