@@ -190,3 +190,26 @@ async def test_an_order_without_open_tasks_is_ended_and_a_temporary_one_logic_de
     assert deleted.status_code == 303
     shown = await client.get(f"{DESK}/orders/{temp_order}")
     assert 'data-status="LOGIC_DELETED"' in shown.text and "Sent by mistake" in shown.text
+
+
+async def test_the_queue_reads_as_many_statements_for_many_orders_as_for_one(client, rsv, world, db, monkeypatch):
+    """One round of queries whatever the hotel holds: session, settings, waiting tasks, orders, hotels."""
+    from tests.web.test_console_http import _CountingReads
+
+    await _batch(rsv, world, item(cn="CNF-ONE"))
+    await signed_in(client, world.agent.email)
+    counting = _CountingReads(db.reads)
+    monkeypatch.setattr(db, "reads", counting)
+    counts = {}
+    for name in ("one", "many"):
+        if name == "many":
+            monkeypatch.setattr(db, "reads", counting.inner)
+            for start in range(0, 100, 20):
+                await _batch(rsv, world, *(item(cn=f"CNF-M{start + i}") for i in range(20)))
+            monkeypatch.setattr(db, "reads", counting)
+        counting.count = 0
+        page = await client.get(f"{DESK}/hotels/H1/orders")
+        assert page.status_code == 200
+        counts[name] = counting.count
+    assert counts["one"] == counts["many"] == 5
+    assert page.text.count('data-order="') == 50 and page.text.count("<tr data-task=") == 20

@@ -330,18 +330,19 @@ HOTEL_TASK_COUNTS_SQL = f"""
      GROUP BY h.hotel_id
 """
 
-# The first open queue task of each order of a hotel (the one an agent can work on now), oldest first.
+# The first open queue task of each order of a hotel (the one an agent can work on now), oldest first: DISTINCT ON
+# reads the open-queue index (ix_rsv_task_open_queue) in order; only the rows shown join their order.
 WAITING_TASKS_SQL = f"""
     SELECT h.hotel_id AS visible_hotel, w.* FROM {S}.hotel h
       LEFT JOIN LATERAL (
-           SELECT t.id AS task_id, t.order_id, t.task_card_type, t.system_task_type, t.task_status, t.created_at,
-                  o.order_status, o.order_business_key, o.temporary_order_code, o.display_name
-             FROM {_T} t JOIN {_O} o ON o.hotel_id = t.hotel_id AND o.id = t.order_id
-            WHERE t.hotel_id = h.hotel_id AND t.queue_participation AND t.task_status IN {_OPEN}
-              AND NOT EXISTS (SELECT 1 FROM {_T} q WHERE q.hotel_id = t.hotel_id AND q.order_id = t.order_id
-                                 AND q.queue_participation AND q.task_status IN {_OPEN}
-                                 AND q.execution_order < t.execution_order)
-            ORDER BY t.created_at, t.id LIMIT %(limit)s) w ON true
+           SELECT f.*, o.order_status, o.order_business_key, o.temporary_order_code, o.display_name
+             FROM (SELECT DISTINCT ON (t.order_id) t.id AS task_id, t.order_id, t.task_card_type,
+                          t.system_task_type, t.task_status, t.created_at
+                     FROM {_T} t
+                    WHERE t.hotel_id = h.hotel_id AND t.queue_participation AND t.task_status IN {_OPEN}
+                    ORDER BY t.order_id, t.execution_order) f
+             JOIN {_O} o ON o.hotel_id = h.hotel_id AND o.id = f.order_id
+            ORDER BY f.created_at, f.task_id LIMIT %(limit)s) w ON true
      WHERE h.hotel_id = %(hotel_id)s AND {visible_sql("h.hotel_id")}
 """
 
@@ -352,7 +353,7 @@ async def hotel_task_counts(reads: Runner, *, hotel_ids: list[str], viewer: View
     return {row["hotel_id"]: {key: row[key] for key in ("pending_confirm", "ready", "executing")} for row in rows}
 
 
-async def waiting_tasks(reads: Runner, *, hotel_id: str, viewer: Viewer, limit: int = 50) -> list[Row]:
+async def waiting_tasks(reads: Runner, *, hotel_id: str, viewer: Viewer, limit: int = 20) -> list[Row]:
     """The task at the head of each order's queue, oldest first (404 for a hotel the viewer may not see)."""
     rows = await reads.all(WAITING_TASKS_SQL, _viewer(viewer, hotel_id=hotel_id, limit=limit))
     if not rows:

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request, Response
 from tenet.deps import reads
 from tenet.kernel.pagination import PageParams
 from tenet.reservations import queries
-from tenet.reservations.pages.common import DESK, HOTEL_COOKIE, QUEUE_SECONDS, reader, search_key
+from tenet.reservations.pages.common import DESK, HOTEL_COOKIE, QUEUE_SECONDS, reader, search_key, short_time
 from tenet.reservations.schemas import OrderStatus
 from tenet.web import console
 from tenet.web.console import ConsoleRoute, Viewer
@@ -29,6 +29,7 @@ Text = Annotated[str, Query(max_length=128)]
 async def _queue(request: Request, viewer: Viewer, hotel_id: str, *, status: str, q: str,
                  cursor: str) -> dict[str, Any]:
     caller = reader(viewer)
+    zone = viewer.zone or request.app.state.settings.default_timezone
     key = search_key(q)
     chosen = status if status in STATUSES else ""
     statuses = [chosen] if chosen else (list(STATUSES) if key is not None else ["ACTIVE", "TEMPORARY"])
@@ -39,7 +40,7 @@ async def _queue(request: Request, viewer: Viewer, hotel_id: str, *, status: str
     return {"hotel_id": hotel_id, "orders": orders, "next_cursor": next_cursor, "waiting": waiting,
             "status": chosen, "q": q.strip(), "cursor": cursor, "statuses": STATUSES,
             "queue_seconds": QUEUE_SECONDS, "refreshed_at": console.now(request),
-            "zone": viewer.zone or request.app.state.settings.default_timezone}
+            "zone": zone, "short": short_time(zone)}
 
 
 @router.get("/hotels/{hotel_id}/orders")
