@@ -234,3 +234,38 @@ async def test_execute_fails_is_retried_completes_and_unblocks_the_next_task(cli
     assert 'id="task-blocked" data-blocked="false"' in nxt.text and 'id="confirm"' in nxt.text
     again = await client.post(retry.group(1), data=retry_form)  # the same attempt count again: refused, in words
     assert again.status_code in (409, 412) and "data-code=" in again.text
+
+
+async def test_the_ais_view_shows_the_batch_and_the_exact_item(client, rsv, world):
+    raw = item("new", cn="CNF-AI", fields={"guest_name": "Zoë", "rate": 120.50}, extra=',"unknown_member":[1,2]')
+    answer = await rsv.ingest_ok(world.ingest1, body("H1", [raw], request_id="req-ai",
+                                                     extra=',"extraction_warnings":["low confidence"]'))
+    task = answer["items"][0]["task_id"]
+    await signed_in(client, world.agent.email)
+    card = await client.get(f"{DESK}/tasks/{task}")
+    assert f'href="/console/desk/tasks/{task}/ai"' in card.text and 'id="audit-view"' in card.text
+    page = await client.get(f"{DESK}/tasks/{task}/ai")
+    assert page.status_code == 200, page.text
+    assert f'id="batch-id">{answer["batch_id"]} (req-ai)' in page.text
+    assert "&#34;unknown_member&#34;: [" in page.text and "low confidence" in page.text
+    download = await client.get(f"{DESK}/tasks/{task}/ai/raw")
+    assert download.content == raw.encode() and "attachment" in download.headers["content-disposition"]
+
+
+async def test_the_audit_timeline_shows_actor_action_and_changes(client, rsv, world):
+    [task] = await _tasks(rsv, world, item(cn="CNF-AU"))
+    await signed_in(client, world.agent.email)
+    page = await client.get(f"{DESK}/tasks/{task}")
+    assert (await client.post(f"{DESK}/tasks/{task}/draft", data=_card_form(page.text))).status_code == 303
+    timeline = await client.get(f"{DESK}/tasks/{task}/audit")
+    assert timeline.status_code == 200, timeline.text
+    assert 'data-action="reservation.task.draft_saved" class="this-task"' in timeline.text
+    assert f"USER <code>{world.agent.id}</code>" in timeline.text
+
+
+async def test_another_hotels_ai_item_and_audit_are_404(client, rsv, world):
+    answer = await rsv.ingest_ok(world.ingest2, body("H2", [item(cn="CNF-OTHER")]))
+    task = answer["items"][0]["task_id"]
+    await signed_in(client, world.agent.email)
+    for path in ("/ai", "/ai/raw", "/audit"):
+        assert (await client.get(f"{DESK}/tasks/{task}{path}")).status_code == 404, path

@@ -359,3 +359,25 @@ async def waiting_tasks(reads: Runner, *, hotel_id: str, viewer: Viewer, limit: 
     if not rows:
         raise errors.HotelNotFound()
     return [row for row in rows if row["task_id"] is not None]
+
+
+# The AI item a task came from, with its batch: what the desk's "AI's view" shows (issue 19).
+AI_ITEM_SQL = f"""
+    SELECT t.id AS task_id, t.hotel_id, t.order_id, tr.id AS transition_id, tr.batch_id, tr.source_message_id,
+           tr.source_list, tr.array_index, tr.source_event_index, tr.route_code, tr.system_process_category,
+           tr.result_type, tr.ai_task_type, tr.adapter_error_code, tr.adapter_error_message, tr.ai_payload_json,
+           tr.item_payload_sha256, b.received_at, b.request_id, b.item_count, b.ai_contract_version,
+           b.extraction_warnings_json
+      FROM {_T} t
+      JOIN {S}.workflow_reservation_ai_transition tr ON tr.hotel_id = t.hotel_id AND tr.id = t.ai_transition_id
+      JOIN {S}.workflow_reservation_ai_batch b ON b.hotel_id = tr.hotel_id AND b.id = tr.batch_id
+     WHERE t.id = %(task_id)s AND {visible_sql("t.hotel_id")}
+"""
+
+
+async def ai_item(reads: Runner, *, task_id: int, viewer: Viewer) -> Row:
+    """The task's AI item (its exact text) and its batch (404 as the task's own read)."""
+    row = await reads.one(AI_ITEM_SQL, _viewer(viewer, task_id=task_id))
+    if row is None:
+        raise errors.TaskNotFound()
+    return row

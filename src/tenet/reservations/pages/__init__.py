@@ -5,9 +5,9 @@ the same 404 as a missing one, also by editing a URL."""
 
 from __future__ import annotations
 
-from tenet.reservations.pages import cards, execution, hotels, orders, queue
+from tenet.reservations.pages import cards, execution, history, hotels, orders, queue
 from tenet.web import console
 
 console.register_templates("tenet.reservations.pages")
 
-ROUTERS = (hotels.router, queue.router, orders.router, cards.router, execution.router)
+ROUTERS = (hotels.router, queue.router, orders.router, history.router, cards.router, execution.router)
