@@ -74,9 +74,9 @@ def _new_booking(cn: str, fields: dict) -> dict:
             "case_keys": {"confirmation_number": cn}, "extracted_fields": fields}
 
 
-def _update(cn: str) -> dict:
+def _update(cn: str, **fields: str) -> dict:
     return {"result_type": "normal_task", "ai_task_type": "UPDATE_BOOKING", "current_or_history": "current",
-            "case_keys": {"confirmation_number": cn}, "extracted_fields": {"room_type": "SUITE"}}
+            "case_keys": {"confirmation_number": cn}, "extracted_fields": {"room_type": "SUITE", **fields}}
 
 
 REVIEW = {"result_type": "manual_review", "manual_review": {"reason_code": "AMBIGUOUS"},
@@ -93,10 +93,17 @@ async def _work_first_task(page, server, hotel: str, client_token: str, *, shots
     await page.wait_for_selector("#queue")
     await _shoot(page, f"{shots}-queue-empty") if shots else None
     cn = f"CNF{uuid.uuid4().hex[:6].upper()}"
-    first, second = _ingest(server, client_token, hotel, [_new_booking(cn, BAD_DATE), _update(cn)])
+    first, second = _ingest(server, client_token, hotel, [_update(cn, arrival_date="2026-02-30"), _update(cn)])
+    assert first["order_id"] == second["order_id"]
     # The queue asks again every few seconds: the new task appears without a reload.
     await page.wait_for_selector(f"#waiting tr[data-task='{first['task_id']}']", timeout=15_000)
+    assert await page.locator(f"#waiting tr[data-task='{second['task_id']}']").count() == 0  # it waits behind
     await _shoot(page, f"{shots}-queue") if shots else None
+    await page.goto(f"{server.url}/console/desk/tasks/{second['task_id']}")
+    await page.wait_for_selector("#task-blocked[data-blocked='true']")
+    assert await page.locator("#confirm").count() == 0  # a blocked task can only be viewed
+    await page.go_back()
+    await page.wait_for_selector(f"#waiting tr[data-task='{first['task_id']}'] a")
     await page.click(f"#waiting tr[data-task='{first['task_id']}'] a")
     await page.wait_for_selector("#card-form")
     assert await page.get_attribute("#field-arrival_date", "aria-invalid") == "true"  # the AI's bad date, in red
@@ -117,7 +124,9 @@ async def _work_first_task(page, server, hotel: str, client_token: str, *, shots
     await page.wait_for_selector("#task-state[data-state='COMPLETED']")
     assert await page.locator("#execution [data-attempt='2'][data-status='SUCCEEDED']").count() >= 1
     await _shoot(page, f"{shots}-execution") if shots else None
-    await page.goto(f"{server.url}/console/desk/tasks/{second['task_id']}")
+    await page.goto(f"{server.url}/console/desk/orders/{first['order_id']}")
+    await page.wait_for_selector(f"#tasks tr[data-task='{first['task_id']}'][data-state='COMPLETED']")
+    await page.click(f"#tasks tr[data-task='{second['task_id']}'][data-blocked='false'] a")
     await page.wait_for_selector("#task-blocked[data-blocked='false']")
     assert await page.locator("#confirm").count() == 1
     return first, cn

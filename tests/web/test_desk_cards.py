@@ -269,3 +269,33 @@ async def test_another_hotels_ai_item_and_audit_are_404(client, rsv, world):
     await signed_in(client, world.agent.email)
     for path in ("/ai", "/ai/raw", "/audit"):
         assert (await client.get(f"{DESK}/tasks/{task}{path}")).status_code == 404, path
+
+
+_CONTROL = re.compile(r'<(input|select|textarea)\b([^>]*)>')
+
+
+def _unlabelled(html: str) -> list[str]:
+    labelled = set(re.findall(r'<label[^>]*\bfor="([^"]+)"', html))
+    missing = []
+    for _, attrs in _CONTROL.findall(html):
+        if 'type="hidden"' in attrs or 'type="radio"' in attrs:
+            continue  # radios sit inside their label
+        found = re.search(r'\bid="([^"]+)"', attrs)
+        if not found or found.group(1) not in labelled:
+            missing.append(attrs[:80])
+    return missing
+
+
+async def test_every_field_of_every_desk_page_has_a_label(client, rsv, world):
+    rooming = {"rooming_list": [{"guest_name": "Ada"}]}
+    tasks = await _tasks(rsv, world, item("new", cn="CNF-L", fields=BAD_DATE), item("review"),
+                         item("ROOMING_LIST", gc="GRP-L", fields=rooming), item("VOUCHER_RECEIVED", cn="CNF-V"),
+                         item("TRACE_RESERVATION_NOTES", cn="CNF-T"))
+    await signed_in(client, world.admin.email)
+    order = (await rsv.task(world.agent, tasks[0]))["order_id"]
+    paths = [f"/tasks/{t}" for t in tasks] + ["", "?staff=H1", "/hotels/H1/orders", f"/orders/{order}",
+                                              f"/tasks/{tasks[0]}/ai", f"/tasks/{tasks[0]}/audit"]
+    for path in paths:
+        page = await client.get(DESK + path)
+        assert page.status_code == 200, path
+        assert _unlabelled(page.text) == [], path
