@@ -150,6 +150,7 @@ async def test_an_agent_works_a_batch_from_arrival_to_completion(live_server, li
     target = page.locator("#move-form label", has_text=cn).locator("input")
     await target.wait_for()
     target_order = await target.get_attribute("value")
+    assert target_order == str(first["order_id"])  # the booking's ACTIVE order
     await target.check()
     await page.click("#move-task")
     await page.wait_for_selector(f"main p a[href='/console/desk/orders/{target_order}']")

@@ -299,3 +299,30 @@ async def test_every_field_of_every_desk_page_has_a_label(client, rsv, world):
         page = await client.get(DESK + path)
         assert page.status_code == 200, path
         assert _unlabelled(page.text) == [], path
+
+
+def test_every_label_of_every_card_contract_is_a_msgid():
+    from tenet.reservations.cards.provider import PROVIDER
+    from tenet.reservations.pages.labels import LABELS
+    from tenet.web import i18n
+
+    def named(fields):
+        for f in fields:
+            yield f.label
+            if f.description:
+                yield f.description
+            yield from named(f.item_fields)
+
+    shown = {text for card in PROVIDER.card_types() for version in PROVIDER.versions(card)
+             for text in named(PROVIDER.definition(card, version).fields)}
+    assert shown - LABELS == set()
+    chinese = i18n.translations("zh-CN")
+    assert all(chinese.gettext(label) != label for label in shown)
+
+
+async def test_the_card_speaks_chinese(client, rsv, world):
+    [task] = await _tasks(rsv, world, item("new", cn="CNF-ZH", fields=BAD_DATE))
+    await signed_in(client, world.agent.email)
+    page = await client.get(f"{DESK}/tasks/{task}", headers={"Accept-Language": "zh-CN"})
+    assert '<html lang="zh-CN">' in page.text
+    assert '<label for="field-guest_name">客人姓名 <span class="required"' in page.text and "任务卡" in page.text
