@@ -206,3 +206,26 @@ async def test_the_same_flow_in_chinese(live_server, live_admin_token, watched):
     await _work_first_task(page, live_server, hotel, client_token, shots=None)
     assert "待确认" in await page.text_content("#task-state")
     assert violations == []
+
+
+async def test_rooming_list_rows_are_added_and_removed_in_place(live_server, live_admin_token, watched):
+    open_page, violations = watched
+    agent = _person(live_server, live_admin_token, "Rita Agent", ["ReservationAgent"])
+    hotel, client_token = _hotel(live_server, live_admin_token, agent)
+    rooming = {"result_type": "normal_task", "ai_task_type": "ROOMING_LIST", "current_or_history": "current",
+               "case_keys": {"group_code": "GRPROOM"},
+               "extracted_fields": {"rooming_list": [{"guest_name": "Ada"}, {"guest_name": "Bea"}]}}
+    [task] = _ingest(live_server, client_token, hotel, [rooming])
+    page = await open_page(viewport={"width": 1280, "height": 900})
+    await _sign_in(page, live_server, agent["email"], f"/console/desk/tasks/{task['task_id']}")
+    await page.click("#field-rooming_list button.add-row")  # htmx swaps the form in place: no page load
+    await page.wait_for_selector("#field-rooming_list-2-guest_name")
+    await page.fill("#field-rooming_list-2-guest_name", "Cleo")
+    await _version_becomes(page, 3)  # the row was saved with the draft, then the name as typed
+    await page.click("#field-rooming_list tr[data-row='0'] button")
+    await page.wait_for_selector("#field-rooming_list-2-guest_name", state="detached")
+    await page.reload()
+    names = [await page.input_value(f"#field-rooming_list-{i}-guest_name") for i in range(2)]
+    assert names == ["Bea", "Cleo"]
+    await _shoot(page, "desk-rooming-list")
+    assert violations == []
