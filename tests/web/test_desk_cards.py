@@ -132,6 +132,7 @@ async def test_confirm_refuses_on_the_fields_then_confirms(client, rsv, world):
     assert 'data-state="READY"' in shown.text and 'id="execute-task"' in shown.text and 'id="confirm"' not in shown.text
 
 
+@pytest.mark.invariant("RSV-INV-17")
 async def test_two_agents_on_one_task_the_second_sees_the_412_and_nothing_is_overwritten(app, client, rsv, world,
                                                                                          users):
     colleague = await users.make(roles=[Role.RESERVATION_AGENT], display_name="Cora Colleague")

@@ -126,6 +126,7 @@ async def test_the_queue_pages_on_with_the_apis_cursor(client, rsv, world, clock
     assert second.text.count('data-order="') == 2
 
 
+@pytest.mark.invariant("RSV-INV-21")
 @pytest.mark.parametrize("path", ["/hotels/H2/orders", "/hotels/H2/orders/live", "/orders/{order}", "/tasks/{task}"])
 async def test_another_hotels_rows_are_the_404_page_also_by_url(client, rsv, world, path):
     answer = await _batch(rsv, world, item(cn="CNF-H2"), hotel="H2")
@@ -135,6 +136,7 @@ async def test_another_hotels_rows_are_the_404_page_also_by_url(client, rsv, wor
     assert response.status_code == 404 and "data-code=" in response.text
 
 
+@pytest.mark.invariant("RSV-INV-21")
 async def test_another_hotels_order_and_task_cannot_be_changed_by_a_forged_form(client, rsv, world):
     answer = await _batch(rsv, world, item(cn="CNF-H2"), hotel="H2")
     order, task = answer["items"][0]["order_id"], answer["items"][0]["task_id"]
