@@ -327,3 +327,28 @@ async def test_the_card_speaks_chinese(client, rsv, world):
     page = await client.get(f"{DESK}/tasks/{task}", headers={"Accept-Language": "zh-CN"})
     assert '<html lang="zh-CN">' in page.text
     assert '<label for="field-guest_name">客人姓名 <span class="required"' in page.text and "任务卡" in page.text
+
+
+async def test_a_new_booking_shows_the_business_key_opera_gave_back(client, rsv, world):
+    [task] = await _tasks(rsv, world, item("new", fields={**BAD_DATE, "arrival_date": "2026-03-01"}))
+    await signed_in(client, world.agent.email)
+    page = await client.get(f"{DESK}/tasks/{task}")
+    assert 'id="business-key"' not in page.text  # a temporary order: no key yet
+    assert (await client.post(f"{DESK}/tasks/{task}/confirm", data=_card_form(page.text))).status_code == 303
+    ready = await client.get(f"{DESK}/tasks/{task}")
+    assert (await client.post(f"{DESK}/tasks/{task}/execute", data=form_of(ready.text, "execute"))).status_code == 303
+    done = await client.get(f"{DESK}/tasks/{task}")
+    key = (await rsv.task(world.agent, task))["order"]["order_business_key"]
+    assert key and key.startswith("SIM") and f"<strong>{key}</strong>" in done.text
+
+
+async def test_confirm_mine_over_theirs_confirms_at_their_version(client, rsv, world):
+    [task] = await _tasks(rsv, world, item("new", cn="CNF-OV", fields={**BAD_DATE, "arrival_date": "2026-03-01"}))
+    await signed_in(client, world.agent.email)
+    page = await client.get(f"{DESK}/tasks/{task}")
+    await rsv.put(world.agent, f"/tasks/{task}/card/draft", {"payload": {"guest_name": "Other"}}, version=1)
+    stale = await client.post(f"{DESK}/tasks/{task}/confirm", data=_card_form(page.text))
+    assert stale.status_code == 412 and 'id="confirm-mine"' in stale.text
+    mine = await client.post(f"{DESK}/tasks/{task}/confirm", data={**_card_form(page.text), "override_version": "2"})
+    assert mine.status_code == 303
+    assert (await rsv.task(world.agent, task))["card"]["confirmed_payload"]["guest_name"] == "Ada Guest"
