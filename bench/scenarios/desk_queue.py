@@ -2,10 +2,10 @@
 /console/desk/hotels/{id}/orders`, HTML, signed in by a console session), against the JSON route whose rows it
 shows (`GET /api/v1/reservations/orders?hotel_id=...&limit=50`), in the same run (issue 19).
 
-The page reads, through the queries the API routes call, the session and the viewer's settings, the agent's
-hotels (the switcher), the task at the head of each order's queue oldest first (the "next to work" list, 50 rows)
-and one page of 50 orders with their task counts (queries.orders, the JSON route's own statement): five
-statements whatever the hotel holds. Target: at least half the JSON route's requests per second.
+The page reads, through the queries the API routes call, the session and the viewer's settings, the task at the
+head of each order's queue oldest first (the "next to work" list, 20 rows) and one page of 50 orders with their
+task counts (queries.orders, the JSON route's own statement): four statements whatever the hotel holds.
+Target: at least half the JSON route's requests per second.
 
 wrk sends one kind of request per run, so the scenario measures with the harness's own `_measure` on one Tenet
 (`measure`, as console_meeting does): the page, then the JSON route, each with its warm-up, at the same

@@ -3,8 +3,9 @@ default the open ones, as GET /orders), found by confirmation number or group co
 them the task at the head of each order's queue, oldest first (what to work next). The list is asked again by
 htmx every few seconds, so tasks of a new AI batch appear without a reload.
 
-One page is a fixed number of statements whatever the hotel holds: the session, the settings, the hotels (the
-switcher), the waiting tasks and one page of orders with their counts (queries.orders, GET /orders' own)."""
+One page is a fixed number of statements whatever the hotel holds: the session, the settings, the waiting tasks
+and one page of orders with their counts (queries.orders, GET /orders' own). The hotel switcher is the hotels
+page's (one link away), so the queue, asked again every few seconds, reads no more than it shows."""
 
 from __future__ import annotations
 
@@ -48,8 +49,7 @@ async def queue_page(request: Request, hotel_id: str, status: Annotated[str, Que
                      q: Text = "", cursor: Annotated[str, Query(max_length=512)] = "") -> Response:
     viewer = await console.signed_in(request)
     context = await _queue(request, viewer, hotel_id, status=status, q=q, cursor=cursor)
-    hotels, _ = await queries.hotels(reads(request), viewer=reader(viewer), page=PageParams(limit=200))
-    response = console.render(request, viewer, "desk/queue.html", active="desk", hotels=hotels, **context)
+    response = console.render(request, viewer, "desk/queue.html", active="desk", **context)
     console.set_cookie(request, response, HOTEL_COOKIE, hotel_id)  # the hotel one works is the session's hotel
     return response
 
