@@ -352,3 +352,15 @@ async def test_confirm_mine_over_theirs_confirms_at_their_version(client, rsv, w
     mine = await client.post(f"{DESK}/tasks/{task}/confirm", data={**_card_form(page.text), "override_version": "2"})
     assert mine.status_code == 303
     assert (await rsv.task(world.agent, task))["card"]["confirmed_payload"]["guest_name"] == "Ada Guest"
+
+
+async def test_a_rows_error_lands_on_the_row_shown_when_an_empty_row_is_before_it(client, rsv, world):
+    rooming = {"rooming_list": [{"guest_name": "Ada"}, {"guest_name": "Bea"}]}
+    [task] = await _tasks(rsv, world, item("ROOMING_LIST", gc="GRP-E", fields=rooming))
+    await signed_in(client, world.agent.email)
+    page = await client.get(f"{DESK}/tasks/{task}")
+    form = {**_card_form(page.text), "f:rooming_list:0:guest_name": "", "f:rooming_list:1:arrival_date": "2026-13-40"}
+    refused = await client.post(f"{DESK}/tasks/{task}/draft", data=form)
+    assert refused.status_code == 422
+    assert 'id="field-rooming_list-1-arrival_date-error" class="field-error error" role="alert" ' \
+           'data-code="BAD_FORMAT"' in refused.text  # the card said rooming_list[0]: the first row sent

@@ -145,3 +145,19 @@ def errors_by_field(problem: dict[str, Any]) -> dict[str, str]:
         if isinstance(issue, dict) and "field" in issue:
             found.setdefault(str(issue["field"]), str(issue.get("code", "")))
     return found
+
+
+def shown_paths(errors: dict[str, str], display: dict[str, Any]) -> dict[str, str]:
+    """The 422's paths moved onto the rows as the form shows them: an empty row is not sent, so the card's
+    `rooming_list[1]` may be the form's third row."""
+    moved: dict[str, str] = {}
+    for path, code in errors.items():
+        key, bracket, rest = path.partition("[")
+        rows = display.get(key)
+        index, _, tail = rest.partition("]")
+        if bracket and isinstance(rows, list) and index.isdigit():
+            sent = [position for position, row in enumerate(rows) if row]
+            if int(index) < len(sent):
+                path = f"{key}[{sent[int(index)]}]{tail}"
+        moved[path] = code
+    return moved

@@ -92,6 +92,7 @@ async def refused_card(request: Request, viewer: Viewer, task_id: int, exc: Doma
     if exc.status >= 500 or exc.status in (401, 404):
         raise exc
     field_errors = card_form.errors_by_field(exc.data) if str(exc.code) == errors.E.TASK_CARD_PAYLOAD_INVALID else {}
+    field_errors = card_form.shown_paths(field_errors, display if display is not None else mine)
     context = await card_context(request, viewer, task_id, values=display if display is not None else mine,
                                  field_errors=field_errors)
     context["error"] = str(exc.code)
