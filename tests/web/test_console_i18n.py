@@ -14,7 +14,7 @@ from babel.messages.pofile import read_po
 from tenet.web import i18n, words
 
 ROOT = Path(__file__).resolve().parents[2] / "src" / "tenet"
-SOURCES = (ROOT / "web", ROOT / "meetings" / "pages")
+SOURCES = (ROOT / "web", ROOT / "meetings" / "pages", ROOT / "reservations" / "pages")
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 

@@ -24,6 +24,7 @@ from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.settings import section
 from tenet.kernel.statements import statements
 from tenet.reservations import errors, execution, ingest, queries, service
+from tenet.reservations import pages as desk_pages
 from tenet.reservations.cards import definitions_api
 from tenet.reservations.keys import UnusableKey, normalize_key
 from tenet.reservations.permissions import ReservationPermission as P
@@ -485,5 +486,6 @@ async def revoke_staff(hotel_id: HotelPath, user_id: uuid.UUID,
     return Response(status_code=204)
 
 
-ROUTERS = (router,)
+# The desk's pages (issue 19) after the API's routes, like the meeting console's.
+ROUTERS = (router, *desk_pages.ROUTERS)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},)

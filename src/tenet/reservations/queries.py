@@ -314,3 +314,70 @@ async def audit_logs(reads: Runner, *, viewer: Viewer, hotel_id: str | None, ord
         raise errors.HotelNotFound()
     found = [row for row in rows if row["id"] is not None]
     return AUDIT_KEYSET.page(found, page, key=lambda r: (r["occurred_at"], r["id"]))
+
+
+# --- the desk's own reads (issue 19): what the agents' pages show beyond the API's rows ---------------------
+
+# Open tasks of each visible hotel by state, and how many wait behind an earlier one (blocked by EARLIER_TASK).
+HOTEL_TASK_COUNTS_SQL = f"""
+    SELECT h.hotel_id,
+           count(t.id) FILTER (WHERE t.task_status = 'PENDING_CONFIRM') AS pending_confirm,
+           count(t.id) FILTER (WHERE t.task_status = 'READY') AS ready,
+           count(t.id) FILTER (WHERE t.task_status = 'EXECUTING') AS executing
+      FROM reservation.hotel h
+      LEFT JOIN {_T} t ON t.hotel_id = h.hotel_id AND t.task_status IN {_OPEN}
+     WHERE h.hotel_id = ANY(CAST(%(hotel_ids)s AS text[])) AND {visible_sql("h.hotel_id")}
+     GROUP BY h.hotel_id
+"""
+
+# The first open queue task of each order of a hotel (the one an agent can work on now), oldest first: DISTINCT ON
+# reads the open-queue index (ix_rsv_task_open_queue) in order; only the rows shown join their order.
+WAITING_TASKS_SQL = f"""
+    SELECT h.hotel_id AS visible_hotel, w.* FROM {S}.hotel h
+      LEFT JOIN LATERAL (
+           SELECT f.*, o.order_status, o.order_business_key, o.temporary_order_code, o.display_name
+             FROM (SELECT DISTINCT ON (t.order_id) t.id AS task_id, t.order_id, t.task_card_type,
+                          t.system_task_type, t.task_status, t.created_at
+                     FROM {_T} t
+                    WHERE t.hotel_id = h.hotel_id AND t.queue_participation AND t.task_status IN {_OPEN}
+                    ORDER BY t.order_id, t.execution_order) f
+             JOIN {_O} o ON o.hotel_id = h.hotel_id AND o.id = f.order_id
+            ORDER BY f.created_at, f.task_id LIMIT %(limit)s) w ON true
+     WHERE h.hotel_id = %(hotel_id)s AND {visible_sql("h.hotel_id")}
+"""
+
+
+async def hotel_task_counts(reads: Runner, *, hotel_ids: list[str], viewer: Viewer) -> dict[str, dict[str, int]]:
+    """Open tasks by state for each of `hotel_ids` the viewer may see (the hotels page's counts)."""
+    rows = await reads.all(HOTEL_TASK_COUNTS_SQL, _viewer(viewer, hotel_ids=hotel_ids))
+    return {row["hotel_id"]: {key: row[key] for key in ("pending_confirm", "ready", "executing")} for row in rows}
+
+
+async def waiting_tasks(reads: Runner, *, hotel_id: str, viewer: Viewer, limit: int = 20) -> list[Row]:
+    """The task at the head of each order's queue, oldest first (404 for a hotel the viewer may not see)."""
+    rows = await reads.all(WAITING_TASKS_SQL, _viewer(viewer, hotel_id=hotel_id, limit=limit))
+    if not rows:
+        raise errors.HotelNotFound()
+    return [row for row in rows if row["task_id"] is not None]
+
+
+# The AI item a task came from, with its batch: what the desk's "AI's view" shows (issue 19).
+AI_ITEM_SQL = f"""
+    SELECT t.id AS task_id, t.hotel_id, t.order_id, tr.id AS transition_id, tr.batch_id, tr.source_message_id,
+           tr.source_list, tr.array_index, tr.source_event_index, tr.route_code, tr.system_process_category,
+           tr.result_type, tr.ai_task_type, tr.adapter_error_code, tr.adapter_error_message, tr.ai_payload_json,
+           tr.item_payload_sha256, b.received_at, b.request_id, b.item_count, b.ai_contract_version,
+           b.extraction_warnings_json
+      FROM {_T} t
+      JOIN {S}.workflow_reservation_ai_transition tr ON tr.hotel_id = t.hotel_id AND tr.id = t.ai_transition_id
+      JOIN {S}.workflow_reservation_ai_batch b ON b.hotel_id = tr.hotel_id AND b.id = tr.batch_id
+     WHERE t.id = %(task_id)s AND {visible_sql("t.hotel_id")}
+"""
+
+
+async def ai_item(reads: Runner, *, task_id: int, viewer: Viewer) -> Row:
+    """The task's AI item (its exact text) and its batch (404 as the task's own read)."""
+    row = await reads.one(AI_ITEM_SQL, _viewer(viewer, task_id=task_id))
+    if row is None:
+        raise errors.TaskNotFound()
+    return row

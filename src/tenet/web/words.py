@@ -59,6 +59,27 @@ SENTENCES: dict[str, str] = {
     "OUTLOOK_EXCLUSION_NOT_SERIES": N_("Only occurrences of a bound series can be excluded."),
     "OUTLOOK_EXCLUSION_EXISTS": N_("This occurrence is excluded already."),
     "OUTLOOK_EXCLUSION_NOT_FOUND": N_("This occurrence is not excluded."),
+    # The reservation desk (issue 19)
+    "HOTEL_NOT_FOUND": N_("This hotel does not exist, or you may not see it."),
+    "HOTEL_ALREADY_EXISTS": N_("This hotel is registered already."),
+    "HOTEL_STAFF_NOT_FOUND": N_("This person is not assigned to this hotel."),
+    "ORDER_NOT_FOUND": N_("This order does not exist, or you may not see it."),
+    "ORDER_NOT_OPEN": N_("This order is closed already."),
+    "ORDER_HAS_UNFINISHED_TASKS": N_("This order still has open tasks: finish or abandon them first."),
+    "ORDER_NOT_ACCEPTING_TASKS": N_("This order takes no more tasks."),
+    "ORDER_BUSY": N_("The order is busy with another change; try again in a moment."),
+    "TASK_NOT_FOUND": N_("This task does not exist, or you may not see it."),
+    "TASK_NOT_EDITABLE": N_("This task can no longer be changed in its current state."),
+    "TASK_BLOCKED": N_("An earlier task of this order must be finished first."),
+    "TASK_NOT_READY": N_("This task is not ready to execute."),
+    "TASK_NOT_MOVABLE": N_("This task cannot be moved now."),
+    "TASK_MOVE_CROSS_HOTEL": N_("A task can only move to an order of its own hotel."),
+    "TASK_NOT_CONVERTIBLE": N_("Only a manual review waiting for confirmation can be converted."),
+    "TASK_ALREADY_FINISHED": N_("This task is finished already."),
+    "TASK_CARD_PAYLOAD_INVALID": N_("Some fields of the card are not valid; see the fields marked in red."),
+    "OPERATION_NOT_FOUND": N_("This operation does not exist, or you may not see it."),
+    "OPERATION_NOT_FAILED": N_("Only a failed operation can be retried."),
+    "PRECONDITION_REQUIRED": N_("This form is incomplete; reload the page and try again."),
 }
 GENERAL = N_("The request was refused.")
 
