@@ -67,6 +67,7 @@ async def test_a_clean_file_imports_whole_with_codes_and_the_invariants_hold(db,
     await rules_hold(db, now=clock.now())
 
 
+@pytest.mark.invariant("MA-INV-04")
 async def test_a_dirty_file_refuses_exactly_the_bad_rows_each_with_its_reason(db, settings, clock, tmp_path):
     sample = generate(tmp_path / "dev.db", size=20, dirty=True, around=clock.now())
     report = await run(db, sample.path, settings, clock)
