@@ -78,7 +78,7 @@ async def test_a_meeting_the_newer_file_drops_is_kept_while_tenet_rows_refer_to_
 
 def _count(url: str, table: str) -> int:
     with psycopg.connect(url) as connection:
-        return connection.execute(f"SELECT count(*) FROM meeting_attendance.{table}").fetchone()[0]  # noqa: S608
+        return connection.execute(f"SELECT count(*) FROM meeting_attendance.{table}").fetchone()[0]
 
 
 @pytest.fixture
