@@ -15,16 +15,24 @@ from tenet.meetings.legacy.importer import import_file
 from tenet.meetings.legacy.sample import evolve, generate
 from tests.support.invariants import rules_hold
 
+def _legacy(column: str) -> str:
+    """A meeting id as the file names it (a generated id differs between two fresh imports)."""
+    return (f"coalesce((SELECT l.legacy_key FROM meeting_attendance.legacy_import_rows l WHERE l.source_table = "
+            f"'meetings' AND l.target_key = {column}), {column})")
+
+
 SNAPSHOT = {
     "users": "SELECT u.email_normalized, u.display_name, array_agg(r.role_name ORDER BY r.role_name)::text "
              "FROM iam.user_account u JOIN iam.user_role r ON r.user_id = u.id GROUP BY u.id ORDER BY 1",
-    "meetings": "SELECT id, title, start_time, end_time, timezone, status, series_id IS NOT NULL, organizer_id "
-                "FROM meeting_attendance.meetings ORDER BY id",
+    "meetings": f"SELECT {_legacy('m.id')} AS id, title, start_time, end_time, timezone, status, "
+                "series_id IS NOT NULL, organizer_id FROM meeting_attendance.meetings m ORDER BY 1",
     "series": "SELECT title, rrule, start_date, status FROM meeting_attendance.meeting_series ORDER BY title",
-    "required": "SELECT meeting_id, u.email_normalized FROM meeting_attendance.meeting_required_attendees a "
+    "required": f"SELECT {_legacy('a.meeting_id')}, u.email_normalized "
+                "FROM meeting_attendance.meeting_required_attendees a "
                 "JOIN iam.user_account u ON u.id = a.user_id ORDER BY 1, 2",
-    "attendances": "SELECT a.meeting_id, coalesce(u.email_normalized, g.name, 'erased'), a.status, a.checked_in_at, "
-                   "a.mode FROM meeting_attendance.attendances a LEFT JOIN iam.user_account u ON u.id = a.user_id "
+    "attendances": f"SELECT {_legacy('a.meeting_id')}, coalesce(u.email_normalized, g.name, 'erased'), a.status, "
+                   "a.checked_in_at, a.mode FROM meeting_attendance.attendances a "
+                   "LEFT JOIN iam.user_account u ON u.id = a.user_id "
                    "LEFT JOIN meeting_attendance.guests g ON g.id = a.guest_id ORDER BY 1, 2, 3",
     "templates": "SELECT label, title, status FROM meeting_attendance.templates ORDER BY 1",
     "template_attendees": "SELECT t.label, u.email_normalized FROM meeting_attendance.template_attendees a "
@@ -32,7 +40,8 @@ SNAPSHOT = {
                           "JOIN iam.user_account u ON u.id = a.user_id ORDER BY 1, 2",
     "audit": "SELECT changes->'legacy'->>'id', action FROM meeting_attendance.audit_logs "
              "WHERE changes ? 'legacy' ORDER BY 1",
-    "qr": "SELECT meeting_id, mode, payload FROM meeting_attendance.meeting_qr_codes ORDER BY 1, 2",
+    "qr": f"SELECT {_legacy('meeting_id')}, mode, substring(payload from '\\?mode=.*$') "
+          "FROM meeting_attendance.meeting_qr_codes ORDER BY 1, 2",
 }
 
 
