@@ -40,25 +40,48 @@ def _bars() -> Iterator[Bars]:
         yield Bars(progress)
 
 
+# One import at a time (a transaction-level advisory lock of the run's own connection): two runs at once would
+# both insert what neither had imported yet.
+IMPORT_LOCK = "SELECT pg_try_advisory_xact_lock(19778, 1)"
+
+
+class Refusal(Exception):
+    """The import did not start: the line says why."""
+
+
+def _problems(violations: list) -> list[str]:
+    return [f"{v.invariant.id}: {v.rows} row(s) {v.error or ''} {v.sample[:3]}".strip() for v in violations]
+
+
 async def _import(url: str, path: Path, dry_run: bool, bars: Bars) -> tuple[list[str], list[str]]:
+    from sqlalchemy import text
+
     from tenet.db.database import Database, make_engine
     from tenet.kernel.clock import SystemClock
     from tenet.kernel.invariants import all_invariants, check
     from tenet.meetings.legacy.importer import import_file
+    from tenet.meetings.legacy.source import LegacyFile
     from tenet.settings import Settings
 
+    LegacyFile(path).close()  # the file's shape first: a wrong file stops before the database is touched
     engine = make_engine(url, pool_size=2, max_overflow=0)
     try:
         async with engine.connect() as connection:
             transaction = await connection.begin()
+            if not (await connection.execute(text(IMPORT_LOCK))).scalar_one():
+                raise Refusal("another import-sqlite is running on this database; nothing was done")
+            # Rows that already break a rule are named, never silently kept or "repaired" (issue 20, spec 002).
+            before = await check(connection, all_invariants())
+            if before:
+                raise Refusal("the database already breaks rules; nothing was imported:\n  "
+                              + "\n  ".join(_problems(before)))
             # A dry run is the real run inside one transaction that is rolled back: the plan is what would happen.
             db = Database(engine, bind=connection) if dry_run else Database(engine, watch_outages=False)
             report = await import_file(db, path, settings=Settings(), now=SystemClock().now(), dry_run=dry_run,
                                        progress=bars)
             violations = await check(connection, all_invariants())
             await transaction.rollback()
-        problems = [f"{v.invariant.id}: {v.rows} row(s) {v.error or ''} {v.sample[:2]}" for v in violations]
-        return list(report.lines()), problems
+        return list(report.lines()), _problems(violations)
     finally:
         await engine.dispose()
 
@@ -80,6 +103,8 @@ def import_sqlite(path: Path, dry_run: Annotated[bool, typer.Option(help="Print 
             lines, problems = asyncio.run(_import(url, path, dry_run, bars))
     except NotALegacyFile as exc:
         cli._fail(str(exc), 2)
+    except Refusal as exc:
+        cli._fail(str(exc), 1)
     for line in lines:
         typer.echo(line)
     if problems:

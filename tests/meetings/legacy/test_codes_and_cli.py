@@ -143,3 +143,23 @@ def test_the_dry_run_writes_nothing_even_of_a_rerun(cli_database: str, tmp_path:
     assert int(rows["meetings"][1]) + int(rows["meetings"][2]) > 0  # the plan shows what the newer file changes
 
 
+
+
+def test_one_import_at_a_time_and_never_into_rows_that_break_rules(cli_database: str, tmp_path: Path):
+    path = tmp_path / "dev.db"
+    assert run_cli("meetings", "legacy-sample", str(path), "--size", "6").returncode == 0
+    with psycopg.connect(cli_database) as holder:  # another run, holding the import's lock on its own connection
+        holder.execute("SELECT pg_advisory_xact_lock(19778, 1)")
+        busy = run_cli("meetings", "import-sqlite", str(path), "--database-url", cli_database)
+        assert busy.returncode == 1 and "another import-sqlite is running" in busy.stderr, busy.stderr
+    assert _count(cli_database, "meetings") == 0
+    with psycopg.connect(cli_database, autocommit=True) as admin:
+        admin.execute("ALTER TABLE meeting_attendance.audit_logs DISABLE TRIGGER audit_logs_append_only")
+        try:
+            broken = run_cli("meetings", "import-sqlite", str(path), "--database-url", cli_database)
+        finally:
+            admin.execute("ALTER TABLE meeting_attendance.audit_logs ENABLE TRIGGER audit_logs_append_only")
+    assert broken.returncode == 1 and "already breaks rules" in broken.stderr and "MA-INV-20" in broken.stderr
+    assert _count(cli_database, "meetings") == 0
+    assert run_cli("meetings", "import-sqlite", str(path), "--database-url", cli_database).returncode == 0
+    assert _count(cli_database, "meetings") > 0
