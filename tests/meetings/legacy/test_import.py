@@ -15,6 +15,7 @@ from tenet.meetings.legacy.importer import import_file
 from tenet.meetings.legacy.sample import evolve, generate
 from tests.support.invariants import rules_hold
 
+
 def _legacy(column: str) -> str:
     """A meeting id as the file names it (a generated id differs between two fresh imports)."""
     return (f"coalesce((SELECT l.legacy_key FROM meeting_attendance.legacy_import_rows l WHERE l.source_table = "

@@ -36,7 +36,7 @@ def _edit(db: sqlite3.Connection, edit: str, index: int) -> None:
             db.execute("UPDATE meetings SET endTime = endTime + 3600000 WHERE id = ?", (m[0],))
         else:
             for table in ("attendances", "meeting_required_attendees"):
-                db.execute(f"DELETE FROM {table} WHERE meetingId = ?", (m[0],))  # noqa: S608
+                db.execute(f"DELETE FROM {table} WHERE meetingId = ?", (m[0],))
             db.execute("DELETE FROM meetings WHERE id = ?", (m[0],))
     elif edit in ("drop_attendance", "move_check_in") and (a := _pick(db, (
             "SELECT a.id, m.startTime FROM attendances a JOIN meetings m ON m.id = a.meetingId "
