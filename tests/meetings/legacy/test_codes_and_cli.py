@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import text
 
 from tenet.db import migrate
-from tenet.meetings.legacy.importer import import_file
 from tenet.meetings.legacy.qr import live_meeting_ids, store_codes_of
 from tenet.meetings.legacy.sample import generate
+from tests.meetings.legacy.test_import import run
 from tests.support.cli import run_cli
 from tests.support.invariants import rules_hold
 
@@ -40,7 +40,7 @@ async def _payloads(db, meeting_id: str) -> dict[str, str]:
 async def test_the_codes_of_an_imported_meeting_lead_to_its_check_in_page_and_work(db, ma, client, settings, clock,
                                                                                    tmp_path):
     sample = generate(tmp_path / "dev.db", size=20, around=clock.now())
-    await import_file(db, sample.path, settings=settings, now=clock.now())
+    await run(db, sample.path, settings, clock)
     meeting_id, start = await _future_meeting(db)
     payloads = await _payloads(db, meeting_id)
     assert payloads == {mode: f"{BASE}/meetingattendance/check-in/{meeting_id}?mode={mode}"
@@ -61,14 +61,14 @@ async def test_the_codes_of_an_imported_meeting_lead_to_its_check_in_page_and_wo
 
 async def test_a_meeting_the_newer_file_drops_is_kept_while_tenet_rows_refer_to_it(db, ma, settings, clock, tmp_path):
     sample = generate(tmp_path / "dev.db", size=20, around=clock.now())
-    await import_file(db, sample.path, settings=settings, now=clock.now())
+    await run(db, sample.path, settings, clock)
     meeting_id, start = await _future_meeting(db)
     clock.set(start)
     assert (await ma.guest_check_in(meeting_id)).status_code == 201  # a check-in made in Tenet
     with sqlite3.connect(sample.path) as legacy:
         legacy.execute("DELETE FROM meeting_required_attendees WHERE meetingId = ?", (meeting_id,))
         legacy.execute("DELETE FROM meetings WHERE id = ?", (meeting_id,))
-    report = await import_file(db, sample.path, settings=settings, now=clock.now())
+    report = await run(db, sample.path, settings, clock)
     assert report["meeting_required_attendees"].removed > 0
     assert [key for key, _ in report["meetings"].conflicts] == [meeting_id]
     assert "gone from the file but kept" in report["meetings"].conflicts[0][1]

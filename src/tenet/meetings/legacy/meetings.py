@@ -179,7 +179,8 @@ class Meetings:
         notes: list[str] = []
         zone = zone_of(row.get("timezone"), self.ctx.defaults.timezone)
         organizer = self.ctx.user(row.get("organizerId") or row.get("createdById"), "organizer")
-        series, zone = self._series(row, key, start, zone, notes)
+        fields, minutes = descriptive(row), grace(row, self.ctx.defaults.late_grace_minutes)
+        series, zone = self._series(row, key, start, zone, notes)  # last: a refused row takes no occurrence date
         link = text_or_none(row.get("onlineLink"))
         if link is not None and (not re.match(r"^https?://", link) or len(link) > 2000):
             notes.append("onlineLink is not an http(s) address: left out")
@@ -189,10 +190,10 @@ class Meetings:
         target = key if re.match(MEETING_ID_PATTERN, key) else (existing.target if existing else new_meeting_id())
         if target != key:
             notes.append(f"id {key[:40]!r} does not fit MA-INV-01: imported as {target}")
-        return Plan({**descriptive(row), "online_link": link, "start_time": start.isoformat(),
+        return Plan({**fields, "online_link": link, "start_time": start.isoformat(),
                      "end_time": end.isoformat(), "timezone": zone, "organizer_id": str(organizer),
                      "created_by_id": str(self.ctx.optional_user(row.get("createdById")) or organizer),
-                     "late_grace_minutes": grace(row, self.ctx.defaults.late_grace_minutes),
+                     "late_grace_minutes": minutes,
                      "checkin_opens_minutes_before": self.ctx.defaults.checkin_opens_minutes,
                      "series": series, "cancelled": cancelled, "cancel_reason": reason,
                      "cancelled_at": _iso(extra["cancelledAt"] or extra["updatedAt"] or self.ctx.now) if cancelled
