@@ -9,9 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tenet.meetings.legacy.importer import import_file
 from tenet.meetings.legacy.sample import generate
-from tests.meetings.legacy.test_import import SNAPSHOT, _empty_meeting_data, _without_ids, snapshot
+from tests.meetings.legacy.test_import import SNAPSHOT, _empty_meeting_data, _without_ids, run, snapshot
 from tests.support.invariants import rules_hold
 
 COMPARED = ("users", "meetings", "series", "required", "attendances", "templates", "template_attendees", "qr")
@@ -24,7 +23,7 @@ def _pick(db: sqlite3.Connection, sql: str, index: int) -> tuple | None:
     return rows[index % len(rows)] if rows else None
 
 
-def _edit(db: sqlite3.Connection, edit: str, index: int) -> None:
+def _edit(db: sqlite3.Connection, edit: str, index: int, position: int) -> None:
     """One change a legacy system makes between two syncs (never un-cancelling: Tenet refuses that, MA-INV-03)."""
     live = "SELECT id, startTime FROM meetings WHERE status <> 'CANCELLED' ORDER BY id"
     if edit in ("rename_meeting", "drop_meeting", "cancel_meeting", "move_meeting") and (m := _pick(db, live, index)):
@@ -36,7 +35,7 @@ def _edit(db: sqlite3.Connection, edit: str, index: int) -> None:
             db.execute("UPDATE meetings SET endTime = endTime + 3600000 WHERE id = ?", (m[0],))
         else:
             for table in ("attendances", "meeting_required_attendees"):
-                db.execute(f"DELETE FROM {table} WHERE meetingId = ?", (m[0],))  # noqa: S608
+                db.execute(f"DELETE FROM {table} WHERE meetingId = ?", (m[0],))
             db.execute("DELETE FROM meetings WHERE id = ?", (m[0],))
     elif edit in ("drop_attendance", "move_check_in") and (a := _pick(db, (
             "SELECT a.id, m.startTime FROM attendances a JOIN meetings m ON m.id = a.meetingId "
@@ -56,7 +55,7 @@ def _edit(db: sqlite3.Connection, edit: str, index: int) -> None:
     elif edit == "add_required" and (m := _pick(db, live, index)):
         user = _pick(db, "SELECT id FROM users ORDER BY id", index // 3)
         db.execute("INSERT INTO meeting_required_attendees (id, meetingId, userId, createdAt) VALUES (?, ?, ?, 0)",
-                   (f"cadded{index:019d}", m[0], user[0]))  # type: ignore[index]
+                   (f"cadded{position:03d}{index:016d}", m[0], user[0]))  # type: ignore[index]
     elif edit == "drop_template" and (t := _pick(db, "SELECT id FROM templates ORDER BY id", index)):
         db.execute("DELETE FROM template_attendees WHERE templateId = ?", t)
         db.execute("DELETE FROM templates WHERE id = ?", t)
@@ -74,15 +73,15 @@ async def test_import_a_then_b_equals_a_fresh_import_of_b(db, settings_for_impor
     older = generate(folder / "a.db", size=12, seed=seed, dirty=dirty, around=clock.now())
     newer = generate(folder / "b.db", size=12, seed=seed, dirty=dirty, around=clock.now())
     with sqlite3.connect(newer.path) as legacy:
-        for edit, index in edits:
-            _edit(legacy, edit, index)
-    await import_file(db, older.path, settings=settings_for_import, now=clock.now())
-    second = await import_file(db, newer.path, settings=settings_for_import, now=clock.now())
+        for position, (edit, index) in enumerate(edits):
+            _edit(legacy, edit, index, position)
+    await run(db, older.path, settings_for_import, clock)
+    second = await run(db, newer.path, settings_for_import, clock)
     assert {n: t.conflicts for n, t in second.tables.items() if t.conflicts and n not in ("users", "audit_logs")} == {}
     incremental = await snapshot(db)
     await rules_hold(db, now=clock.now())
     await _empty_meeting_data(db)
-    await import_file(db, newer.path, settings=settings_for_import, now=clock.now())
+    await run(db, newer.path, settings_for_import, clock)
     fresh = await snapshot(db)
     for name in COMPARED:
         assert _without_ids(name, incremental[name]) == _without_ids(name, fresh[name]), (name, edits)
