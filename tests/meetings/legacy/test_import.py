@@ -195,3 +195,21 @@ async def test_a_file_that_is_not_a_legacy_database_is_refused_whole(db, setting
         sqlite3.connect(path).execute("CREATE TABLE users (id TEXT)").connection.close()
     with pytest.raises(NotALegacyFile):
         await run(db, path, settings, clock)
+
+
+async def test_a_row_taking_the_place_of_a_removed_one_finds_it_gone(db, settings, clock, tmp_path):
+    """The newer file drops the attendance that was kept over its duplicate (the same person under a second legacy
+    user): the duplicate is now the person's one attendance, as a fresh import of the newer file has it."""
+    sample = generate(tmp_path / "dev.db", size=20, dirty=True, around=clock.now())
+    first = await run(db, sample.path, settings, clock)
+    twin = next(key for table, key in sample.refused if table == "attendances" and key.startswith("zz"))
+    assert twin in {key for key, _ in first["attendances"].refused}
+    with sqlite3.connect(sample.path) as legacy:
+        meeting_id, at = legacy.execute('SELECT "meetingId", "checkInTime" FROM attendances WHERE id = ?',
+                                        (twin,)).fetchone()
+        legacy.execute("DELETE FROM attendances WHERE meetingId = ? AND checkInTime = ? AND id <> ?",
+                       (meeting_id, at, twin))
+    second = await run(db, sample.path, settings, clock)
+    assert (second["attendances"].inserted, second["attendances"].removed) == (1, 1)
+    assert twin not in {key for key, _ in second["attendances"].refused}
+    await rules_hold(db, now=clock.now())

@@ -209,7 +209,6 @@ async def find_conflicts(db: Database, run: TableRun) -> None:
 
 
 async def import_table(db: Database, source: LegacyFile, run: TableRun, progress: Progress) -> None:
-    await find_conflicts(db, run)
     progress.start(run.spec.name, source.count(run.spec.name))
     batch: list[dict[str, Any]] = []
 
@@ -229,30 +228,44 @@ async def import_table(db: Database, source: LegacyFile, run: TableRun, progress
         await flush()
 
 
-async def remove_absent(db: Database, run: TableRun, *, removable: Callable[[Mapped], str | None]) -> None:
+async def remove_absent(db: Database, run: TableRun, *, removable: Callable[[Mapped], str | None],
+                        only: set[str] | None = None) -> None:
     """Imported rows the file no longer has (or now refuses): removed, unless changed in Tenet or still referred
-    to by Tenet-side rows (a conflict, kept). `removable` answers why a row is never removed (audit rows)."""
-    gone = sorted(set(run.mapping) - run.kept)
+    to by Tenet-side rows (a conflict, kept). `removable` answers why a row is never removed (audit rows).
+
+    With `only` (the rows gone from the file, before the tables are imported, so a row that takes the place of a
+    removed one finds it gone) the pass is quiet: what it cannot remove waits for the pass after the import, which
+    lists it."""
+    quiet = only is not None
+    gone = sorted(only if only is not None else set(run.mapping) - run.kept)
     for start in range(0, len(gone), BATCH):
         async with db.unit_of_work() as session:
-            handle = await statements(session)
             for key in gone[start:start + BATCH]:
-                mapped = run.mapping[key]
-                kept_because = removable(mapped)
-                if kept_because is not None:
-                    run.report.conflicts.append((key, kept_because))
-                    continue
-                if mapped.owned and key in run.conflicted:
-                    continue  # already listed: changed in Tenet, kept
-                try:
-                    async with session.begin_nested():
-                        if mapped.owned:
-                            await run.spec.remove(session, mapped)
-                except DBAPIError as exc:
-                    run.report.conflicts.append((key, "gone from the file but kept: " + problem(exc)))
-                    continue
-                await handle.execute(FORGET, {"table": run.spec.name, "key": key})
-                run.report.removed += 1
+                await _remove_one(session, run, key, removable, quiet=quiet)
+
+
+async def _remove_one(session: AsyncSession, run: TableRun, key: str, removable: Callable[[Mapped], str | None], *,
+                      quiet: bool) -> None:
+    mapped = run.mapping[key]
+    kept_because = removable(mapped)
+    if kept_because is not None or (mapped.owned and key in run.conflicted):
+        if not quiet:
+            if kept_because is not None:
+                run.report.conflicts.append((key, kept_because))
+            run.mapping.pop(key)  # a conflict "changed in Tenet" is listed already
+        return
+    try:
+        async with session.begin_nested():
+            if mapped.owned:
+                await run.spec.remove(session, mapped)
+    except DBAPIError as exc:
+        if not quiet:
+            run.report.conflicts.append((key, "gone from the file but kept: " + problem(exc)))
+            run.mapping.pop(key)
+        return
+    await (await statements(session)).execute(FORGET, {"table": run.spec.name, "key": key})
+    run.report.removed += 1
+    run.mapping.pop(key)
 
 
 async def store_fingerprints(db: Database, runs: Iterable[TableRun]) -> None:

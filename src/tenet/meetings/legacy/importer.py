@@ -28,6 +28,7 @@ from tenet.meetings.legacy.engine import (
     NoProgress,
     Progress,
     TableRun,
+    find_conflicts,
     import_table,
     load_mapping,
     remove_absent,
@@ -65,25 +66,38 @@ def _never(_: Mapped) -> None:
     return None
 
 
-async def _run_tables(db: Database, source: LegacyFile, ctx: Context, report: Report,
-                      progress: Progress) -> list[tuple[TableRun, Callable[[Mapped], str | None]]]:
-    specs: list[tuple[Any, Callable[[Mapped], str | None]]] = [
-        (people.Users(ctx), people.kept_because), (meetings.Series(ctx), _never), (meetings.Meetings(ctx), _never),
-        (lists.RequiredAttendees(ctx), _never), (attendances.Attendances(ctx), _never),
-        (others.Templates(ctx), _never), (lists.TemplateAttendees(ctx), _never),
-        (others.AuditLogs(ctx), others.audit_kept_because)]
+def _specs(ctx: Context) -> list[tuple[Any, Callable[[Mapped], str | None]]]:
+    """The tables in the spec's order, each with why a row of it is never removed (or never, `_never`)."""
+    return [(people.Users(ctx), people.kept_because), (meetings.Series(ctx), _never), (meetings.Meetings(ctx), _never),
+            (lists.RequiredAttendees(ctx), _never), (attendances.Attendances(ctx), _never),
+            (others.Templates(ctx), _never), (lists.TemplateAttendees(ctx), _never),
+            (others.AuditLogs(ctx), others.audit_kept_because)]
+
+
+async def _prepare(db: Database, source: LegacyFile, ctx: Context,
+                   report: Report) -> list[tuple[TableRun, Callable[[Mapped], str | None]]]:
+    """Each table's mapping and conflicts; then the rows gone from the file removed, in the reverse order, before
+    anything is written (a row that now takes the place of a removed one must find it gone)."""
     runs = []
-    for spec, kept_because in specs:
+    for spec, kept_because in _specs(ctx):
         run = TableRun(spec, report[spec.name], await load_mapping(db, spec.name), ctx.now)
-        if spec.name == "attendances":
+        await find_conflicts(db, run)
+        runs.append((run, kept_because))
+    for run, kept_because in reversed(runs):
+        await remove_absent(db, run, removable=kept_because, only=set(run.mapping) - source.keys(run.spec.name))
+    return runs
+
+
+async def _run_tables(db: Database, source: LegacyFile, ctx: Context, runs: list[tuple[TableRun, Any]],
+                      progress: Progress) -> None:
+    for run, _ in runs:
+        if run.spec.name == "attendances":
             await meetings.read_statuses(db, ctx)
         await import_table(db, source, run, progress)
-        ctx.refused[spec.name] = {key for key, _ in run.report.refused}
-        runs.append((run, kept_because))
-        if spec.name == "attendances":
+        ctx.refused[run.spec.name] = {key for key, _ in run.report.refused}
+        if run.spec.name == "attendances":
             meeting_run = runs[2][0]
-            await meetings.settle_statuses(db, ctx, report["meetings"], meeting_run.touched, meeting_run.conflicted)
-    return runs
+            await meetings.settle_statuses(db, ctx, meeting_run.report, meeting_run.touched, meeting_run.conflicted)
 
 
 async def import_file(db: Database, path: Path, *, settings: BaseSettings, now: datetime, dry_run: bool = False,
@@ -95,7 +109,8 @@ async def import_file(db: Database, path: Path, *, settings: BaseSettings, now: 
     report = Report(dry_run=dry_run)
     ctx = Context(now=now, defaults=defaults_from(settings), password_hash=await unusable_password_hash(settings))
     try:
-        runs = await _run_tables(db, source, ctx, report, progress)
+        runs = await _prepare(db, source, ctx, report)
+        await _run_tables(db, source, ctx, runs, progress)
     finally:
         source.close()
     for run, kept_because in reversed(runs):

@@ -66,6 +66,10 @@ class LegacyFile:
         statement = f'SELECT count(*) FROM "{table}"'  # noqa: S608 (a table of schema.REQUIRED)
         return int(self._connection.execute(statement).fetchone()[0])
 
+    def keys(self, table: str) -> set[str]:
+        statement = f'SELECT "id" FROM "{table}"'  # noqa: S608 (a table of schema.REQUIRED)
+        return {str(key) for (key,) in self._connection.execute(statement)}
+
     def rows(self, table: str) -> Iterator[dict[str, Any]]:
         """Every row as {column: value}, optional columns absent from the file as None, in id order."""
         wanted = [c for c in (*REQUIRED[table], *OPTIONAL[table]) if c in self.columns[table]]
