@@ -4,8 +4,9 @@ A table's rows are read in chunks; each chunk is one unit of work (one transacti
 it a savepoint, so a row the database refuses is listed with its reason and the rest of the batch commits. A row
 already imported (legacy_import_rows) is compared twice: the fingerprint of the Tenet row now against the one the
 import left (different: changed in Tenet, a conflict, kept as it is), and the fingerprint of the legacy row
-against the one imported (different: updated). Rows imported before and absent from (or refused in) this file
-are removed afterwards, in the reverse order, unless Tenet changed them or still refers to them (a conflict).
+against the one imported (different: updated). Rows imported before and absent from this file are removed before
+the tables are imported, those the file now refuses after, both in the reverse order, unless Tenet changed them or
+still refers to them (a conflict).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """`tenet meetings import-sqlite PATH`: the legacy dev.db into Tenet, in the spec's order (§数据迁移与同步: users ->
 meeting_series -> meetings -> meeting_required_attendees -> attendances -> templates -> template_attendees ->
-audit_logs), one transaction per table batch; then the meetings' cancellations and deletions, the removals of
-rows gone from the file (in the reverse order), both QR codes of every imported meeting, and the fingerprints the
+audit_logs), one transaction per table batch, after the rows a previous run imported and the file no longer has
+are removed (in the reverse order); the meetings' cancellations and deletions come after the attendances, the
+removals that had to wait after all tables, then both QR codes of every imported meeting and the fingerprints the
 next run compares against. Run it again with a newer file: the result is what a fresh import of that file gives,
 except where Tenet changed an imported row since (a conflict, reported, Tenet's version kept).
 """
