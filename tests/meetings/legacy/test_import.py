@@ -13,6 +13,7 @@ from tenet.db.database import Database
 from tenet.kernel.clock import FrozenClock
 from tenet.meetings.legacy.importer import import_file
 from tenet.meetings.legacy.sample import evolve, generate
+from tests.conftest import test_settings
 from tests.support.invariants import rules_hold
 
 
@@ -117,10 +118,14 @@ async def test_a_second_run_of_the_same_file_changes_nothing(db, settings, clock
     await run(db, sample.path, settings, clock)
     before = await snapshot(db)
     again = await run(db, sample.path, settings, clock)
-    assert changed(again) == {}
+    assert changed(again) == {} and again.qr_codes == 0  # the codes encode the current address already
     assert all(t.conflicts == [] for name, t in again.tables.items() if name != "audit_logs")
     after = await snapshot(db)
-    assert {k: v for k, v in after.items() if k != "qr"} == {k: v for k, v in before.items() if k != "qr"}
+    assert after == before
+    moved = await run(db, sample.path, test_settings(data_dir=tmp_path, public_base_url="https://ma.example.com"),
+                      clock)
+    assert changed(moved) == {} and moved.qr_codes == len(after["meetings"]) - sum(
+        1 for m in after["meetings"] if m[5] == "DELETED")
     await rules_hold(db, now=clock.now())
 
 
@@ -213,3 +218,10 @@ async def test_a_row_taking_the_place_of_a_removed_one_finds_it_gone(db, setting
     assert (second["attendances"].inserted, second["attendances"].removed) == (1, 1)
     assert twin not in {key for key, _ in second["attendances"].refused}
     await rules_hold(db, now=clock.now())
+
+
+def test_the_generator_makes_large_files_too(tmp_path):
+    sample = generate(tmp_path / "big.db", size=600, dirty=True, seed=7)
+    assert sample.counts["meetings"] >= 600 and sample.counts["attendances"] > 600
+    with sqlite3.connect(sample.path) as legacy:
+        assert legacy.execute("SELECT count(DISTINCT id) FROM meetings").fetchone()[0] == sample.counts["meetings"]

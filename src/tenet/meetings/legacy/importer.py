@@ -35,7 +35,7 @@ from tenet.meetings.legacy.engine import (
     remove_absent,
     store_fingerprints,
 )
-from tenet.meetings.legacy.qr import store_codes_of
+from tenet.meetings.legacy.qr import stale, store_codes_of
 from tenet.meetings.legacy.report import Report
 from tenet.meetings.legacy.source import LegacyFile, file_sha256
 from tenet.meetings.service import MeetingPolicy
@@ -118,7 +118,8 @@ async def import_file(db: Database, path: Path, *, settings: BaseSettings, now: 
         await remove_absent(db, run, removable=kept_because)
     meeting_run = runs[2][0]
     live = sorted(f.id for key, f in ctx.meetings.items() if key in meeting_run.kept and f.tenet_status != "DELETED")
-    report.qr_codes = await store_codes_of(db, live, base_url=ctx.defaults.public_base_url, now=now,
+    base_url = ctx.defaults.public_base_url
+    report.qr_codes = await store_codes_of(db, await stale(db, live, base_url=base_url), base_url=base_url, now=now,
                                            progress=progress)
     await store_fingerprints(db, [run for run, _ in runs])
     async with db.unit_of_work() as session:

@@ -9,10 +9,10 @@ from datetime import datetime
 from sqlalchemy import insert, select
 
 from tenet.db.database import Database
-from tenet.meetings import audit
+from tenet.meetings import audit, codes
 from tenet.meetings.audit import Action, Resource
 from tenet.meetings.legacy.engine import NoProgress, Progress
-from tenet.meetings.models import Meeting
+from tenet.meetings.models import Meeting, MeetingQrCode
 from tenet.meetings.service import store_codes
 
 BATCH = 200
@@ -25,6 +25,20 @@ async def live_meeting_ids(db: Database, only: str | None = None) -> list[str]:
         query = query.where(Meeting.id == only)
     async with db.read_only() as session:
         return list((await session.scalars(query)).all())
+
+
+async def stale(db: Database, meeting_ids: list[str], *, base_url: str) -> list[str]:
+    """The meetings among `meeting_ids` whose stored codes are missing or encode another address than the current
+    base URL's (a code depends on nothing else: a changed meeting keeps its codes)."""
+    found: dict[str, dict[str, str]] = {}
+    async with db.read_only() as session:
+        for start in range(0, len(meeting_ids), 5000):
+            rows = await session.execute(select(MeetingQrCode.meeting_id, MeetingQrCode.mode, MeetingQrCode.payload)
+                                         .where(MeetingQrCode.meeting_id.in_(meeting_ids[start:start + 5000])))
+            for meeting_id, mode, payload in rows:
+                found.setdefault(meeting_id, {})[mode] = payload
+    return [m for m in meeting_ids
+            if any(found.get(m, {}).get(mode) != codes.check_in_url(base_url, m, mode) for mode in codes.MODES)]
 
 
 async def store_codes_of(db: Database, meeting_ids: list[str], *, base_url: str, now: datetime,

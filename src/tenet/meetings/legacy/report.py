@@ -60,7 +60,8 @@ class Report:
         for name, t in self.tables.items():
             yield (f"{name:<28}" + "".join(f"{getattr(t, c):>10}" for c in COUNTS)
                    + f"{len(t.refused):>10}{len(t.conflicts):>10}")
-        yield f"QR codes regenerated for {self.qr_codes} meeting(s)"
+        yield (f"QR codes regenerated for {self.qr_codes} meeting(s) (the others' codes encode the current address "
+               "already)")
         for name, t in self.tables.items():
             for title, items in (("refused", t.refused), ("conflict", t.conflicts), ("note", t.notes)):
                 for key, reason in items[:LISTED]:

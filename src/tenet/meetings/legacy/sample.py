@@ -133,8 +133,8 @@ def _attendees_and_attendances(writer: _Writer, meeting_id: str, start: datetime
 def _series(writer: _Writer, people: list[str], count: int) -> None:
     for index in range(count):
         zone = ZONES[index % len(ZONES)]
-        first = (writer.around - timedelta(days=21 + 7 * index)).replace(hour=1 + index, minute=0, second=0,
-                                                                          microsecond=0)
+        first = (writer.around - timedelta(days=21 + 7 * (index % 8) + index // 8)).replace(
+            hour=1 + index % 20, minute=0, second=0, microsecond=0)
         series_id = writer.cuid()
         occurrences = 6
         writer.insert("meeting_series", id=series_id, title=f"Team {TOPICS[index % len(TOPICS)]}", location="Room 301",
