@@ -1,4 +1,4 @@
-"""The `tenet` command: serve | worker | migrate | invariants | users | demo."""
+"""The `tenet` command: serve | worker | migrate | invariants | users | meetings | demo."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from tenet.cli_meetings import meetings_app
 from tenet.domains import load_all
 from tenet.iam.settings import IamSettings
 from tenet.kernel.settings import (
@@ -36,6 +37,7 @@ invariants_app = typer.Typer(help="The invariant catalog: list, export to docs/,
 users_app = typer.Typer(help="User administration from the shell.")
 app.add_typer(invariants_app, name="invariants")
 app.add_typer(users_app, name="users")
+app.add_typer(meetings_app, name="meetings")
 console = Console(stderr=True)
 
 FIRST_ADMIN_EMAIL = "admin@example.com"
