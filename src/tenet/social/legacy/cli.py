@@ -1,0 +1,182 @@
+"""`tenet social legacy sample | probe | backfill | sync`: the cut-over tooling as commands a team runs on the
+day (docs/legacy-social.md is the runbook). The legacy tables are read from `--schema` (default `legacy`) in
+Tenet's own database, or in the database at `--legacy-url`."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+social_app = typer.Typer(help="Social collaboration tools.", no_args_is_help=True)
+legacy_app = typer.Typer(help="Move the old social app's data in (spec 000 §G): sample, probe, backfill, sync.",
+                         no_args_is_help=True)
+social_app.add_typer(legacy_app, name="legacy")
+console = Console(stderr=True)
+
+LegacyUrl = Annotated[str | None, typer.Option(help="The legacy database (default: Tenet's own)")]
+Schema = Annotated[str, typer.Option(help="The schema holding the legacy tables")]
+
+
+def _urls(legacy_url: str | None) -> tuple[str, str]:
+    from tenet import cli as root
+
+    url = root._database_url(root._settings())
+    return url, legacy_url or url
+
+
+@asynccontextmanager
+async def _connected(url: str, legacy_url: str) -> AsyncIterator[tuple[object, object]]:
+    import psycopg
+
+    from tenet.db.database import Database, libpq_url
+    from tenet.domains import load_all
+
+    load_all()
+    db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False)
+    legacy = await psycopg.AsyncConnection.connect(libpq_url(legacy_url), autocommit=True)
+    try:
+        yield db, legacy
+    finally:
+        await legacy.close()
+        await db.dispose()
+
+
+async def _context():
+    from tenet import cli as root
+    from tenet.iam.passwords import Passwords
+    from tenet.iam.settings import IamSettings
+    from tenet.kernel.clock import SystemClock
+    from tenet.kernel.settings import section
+    from tenet.social.legacy.engine import Context
+
+    settings = root._settings()
+    iam = section(settings, IamSettings)
+    passwords = Passwords(time_cost=iam.password_hash_time_cost, memory_kib=iam.password_hash_memory_kib)
+    return Context(now=SystemClock().now(), password_hash=await passwords.hash(secrets.token_urlsafe(32)),
+                   default_timezone=settings.default_timezone)
+
+
+def _run(url: str, coro) -> object:
+    from tenet import cli as root
+
+    with root._reaching(url):
+        return root._run(coro)
+
+
+@legacy_app.command("sample")
+def sample(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
+           size: Annotated[int, typer.Option(min=2, max=100_000, help="Legacy users")] = 20,
+           dirty: Annotated[bool, typer.Option(help="Add the dirty rows an old database holds")] = False,
+           replace: Annotated[bool, typer.Option(help="Drop an existing schema of that name first")] = False) -> None:
+    """Create the assumed legacy schema (docs/legacy-social.md) with generated rows."""
+    import psycopg
+
+    from tenet.db.database import libpq_url
+    from tenet.social.legacy import sample as generator
+
+    _, target = _urls(legacy_url)
+
+    async def go() -> dict[str, int]:
+        async with await psycopg.AsyncConnection.connect(libpq_url(target), autocommit=True) as connection:
+            return await generator.create(connection, schema, generator.generate(size, dirty=dirty), replace=replace)
+
+    try:
+        counts = _run(target, go())
+    except psycopg.errors.DuplicateSchema:
+        console.print(f"schema {schema} exists already; pass --replace to drop and make it again")
+        raise typer.Exit(2) from None
+    for table, count in counts.items():  # type: ignore[attr-defined]
+        console.print(f"{schema}.{table}: {count} row(s)")
+
+
+@legacy_app.command("probe")
+def probe(legacy_url: LegacyUrl = None, schema: Schema = "legacy") -> None:
+    """Which legacy tables and columns exist, and the back-fill plan; exit 1 when nothing can be back-filled."""
+    from tenet.social.legacy.backfill import plan
+
+    url, target = _urls(legacy_url)
+
+    async def go():
+        async with _connected(url, target) as (db, legacy):
+            return await plan(db, legacy, schema)  # type: ignore[arg-type]
+
+    lines = _run(url, go())
+    for line in lines:  # type: ignore[attr-defined]
+        typer.echo(line.describe())
+    if not any(line.runnable for line in lines):  # type: ignore[attr-defined]
+        raise typer.Exit(1)
+
+
+@legacy_app.command("backfill")
+def backfill(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
+             batch_size: Annotated[int, typer.Option(min=1, max=10_000)] = 500) -> None:
+    """Copy the legacy rows into the new model: batched, resumable (run it again after a stop), idempotent."""
+    from tenet.social.legacy import backfill as filling
+
+    url, target = _urls(legacy_url)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, console=console) as progress:
+        tasks: dict[str, object] = {}
+
+        def advance(table: str, done: int, total: int) -> None:
+            if table not in tasks:
+                tasks[table] = progress.add_task(table, total=total)
+            progress.update(tasks[table], completed=done)  # type: ignore[arg-type]
+
+        async def go():
+            async with _connected(url, target) as (db, legacy):
+                return await filling.backfill(db, legacy, schema, await _context(),  # type: ignore[arg-type]
+                                              batch_size=batch_size, progress=advance)
+
+        report = _run(url, go())
+    for table, (applied, refused) in report.items():  # type: ignore[attr-defined]
+        typer.echo(f"{table}: {applied} applied, {refused} refused")
+    typer.echo("refusals and losses: social_legacy.differences; then run `tenet invariants check`")
+
+
+@legacy_app.command("sync")
+def sync(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
+         install: Annotated[bool, typer.Option(help="Install the capture triggers (dual write on)")] = False,
+         uninstall: Annotated[bool, typer.Option(help="Remove them (rollback of dual write)")] = False,
+         replay: Annotated[bool, typer.Option(help="Apply again the differences of --since..--until")] = False,
+         since: Annotated[datetime | None, typer.Option(help="Window start (capture time, inclusive)")] = None,
+         until: Annotated[datetime | None, typer.Option(help="Window end (exclusive)")] = None) -> None:
+    """Apply the captured legacy changes to the new model (or install/remove the capture, or replay a window)."""
+    from tenet.social.legacy import sync as dual
+
+    if sum((install, uninstall, replay)) > 1:
+        console.print("--install, --uninstall and --replay are separate steps: pass one")
+        raise typer.Exit(2)
+    if replay and (since is None or until is None):
+        console.print("--replay needs --since and --until")
+        raise typer.Exit(2)
+    url, target = _urls(legacy_url)
+
+    async def go() -> list[str]:
+        async with _connected(url, target) as (db, legacy):
+            if install:
+                return await dual.install(legacy, schema)  # type: ignore[arg-type]
+            if uninstall:
+                return await dual.uninstall(legacy, schema)  # type: ignore[arg-type]
+            ctx = await _context()
+            if replay:
+                done, left = await dual.replay(db, ctx, since=_aware(since), until=_aware(until))  # type: ignore[arg-type]
+                return [f"replayed: {done} applied, {left} still refused"]
+            done, left = await dual.apply_log(db, legacy, ctx)  # type: ignore[arg-type]
+            return [f"synced: {done} change(s) applied, {left} refused (social_legacy.differences)"]
+
+    for line in _run(url, go()):  # type: ignore[attr-defined]
+        typer.echo(line)
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    from datetime import UTC
+
+    return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
