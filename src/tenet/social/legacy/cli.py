@@ -5,9 +5,11 @@ Tenet's own database, or in the database at `--legacy-url`."""
 from __future__ import annotations
 
 import secrets
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -180,3 +182,72 @@ def _aware(moment: datetime | None) -> datetime | None:
     from datetime import UTC
 
     return moment if moment is None or moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@legacy_app.command("reconcile")
+def reconcile(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
+              report: Annotated[Path | None, typer.Option(help="Also write the report here (JSON)")] = None) -> None:
+    """Compare old and new per table (counts, status distributions, key-field hashes); exit 1 when a table
+    deviates by more than 0.1 %."""
+    from tenet.social.legacy import reconcile as checking
+
+    url, target = _urls(legacy_url)
+
+    async def go():
+        async with _connected(url, target) as (db, legacy):
+            return await checking.reconcile(db, legacy, schema)  # type: ignore[arg-type]
+
+    tables = _run(url, go())
+    for table in tables:  # type: ignore[attr-defined]
+        typer.echo(table.line())
+        if table.legacy_statuses:
+            typer.echo(f"    statuses legacy {table.legacy_statuses} / new {table.new_statuses}")
+        for sample_line in table.samples:
+            typer.echo(f"    {sample_line}")
+    if report is not None:
+        report.write_text(checking.as_json(tables), encoding="utf-8")  # type: ignore[arg-type]
+        typer.echo(f"wrote {report}")
+    if not all(table.passes for table in tables):  # type: ignore[attr-defined]
+        raise typer.Exit(1)
+
+
+@legacy_app.command("cutover")
+def cutover(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
+            percent: Annotated[int | None, typer.Option(min=0, max=100, help="Users reading from Tenet")] = None,
+            rollback: Annotated[bool, typer.Option(help="Everyone reads the legacy tables again, and the "
+                                                        "dual write stops (any phase)")] = False,
+            user: Annotated[str | None, typer.Option(help="Which side this user reads from (Tenet or legacy id)")]
+            = None) -> None:
+    """The read switch by user percentage: show it, move it (`--percent N`), or roll everything back."""
+    from tenet.kernel.clock import SystemClock
+    from tenet.social.legacy import cutover as switch
+    from tenet.social.legacy import sync as dual
+
+    if rollback and percent is not None:
+        console.print("--rollback sets 0 %: pass --percent or --rollback, not both")
+        raise typer.Exit(2)
+    if user is not None and not user.isdigit():
+        try:
+            uuid.UUID(user)
+        except ValueError:
+            console.print(f"--user {user!r} is neither a Tenet account id (UUID) nor a legacy user id (digits)")
+            raise typer.Exit(2) from None
+    url, target = _urls(legacy_url)
+
+    async def go() -> list[str]:
+        lines = []
+        async with _connected(url, target) as (db, legacy):
+            async with db.unit_of_work() as session:  # type: ignore[attr-defined]
+                if percent is not None or rollback:
+                    await switch.set_percent(session, percent=0 if rollback else percent or 0, now=SystemClock().now())
+                state = await switch.current(session)
+                if user is not None:
+                    side = await switch.side_of(session, user)
+                    lines.append(f"user {user}: bucket {side.bucket}, reads from {side.reads_from}")
+            if rollback:
+                lines += await dual.uninstall(legacy, schema)  # type: ignore[arg-type]
+        changed = f" (was {state.previous_percent} %)" if state.previous_percent is not None else ""
+        return [f"read switch: {state.read_percent} % of users read from Tenet{changed}", *lines]
+
+    for line in _run(url, go()):  # type: ignore[attr-defined]
+        typer.echo(line)

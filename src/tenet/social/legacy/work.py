@@ -58,14 +58,14 @@ _INSERT_MEMBER = """
            %(u)s, %(u)s
       FROM social.groups g WHERE g.id = %(g)s AND g.status = 'active'
     ON CONFLICT (group_id, user_id) DO NOTHING RETURNING id"""
-_ROLES = {"owner": "creator", "creator": "creator", "admin": "admin", "administrator": "admin", "member": "member"}
+ROLES = {"owner": "creator", "creator": "creator", "admin": "admin", "administrator": "admin", "member": "member"}
 
 
 async def member_upsert(session: AsyncSession, ctx: Context, row: dict[str, Any],
                         mapped: uuid.UUID | None) -> uuid.UUID:
     group_id = await require_mapped(session, "groups", row.get("group_id"), "group")
     user_id = await require_mapped(session, "users", row.get("user_id"), "user")
-    role = _ROLES.get(str(row.get("role") or "member").strip().lower())
+    role = ROLES.get(str(row.get("role") or "member").strip().lower())
     if role is None:
         ctx.note("VALUE_DROPPED", f"role {row.get('role')!r} is unknown: the person is a member")
         role = "member"

@@ -1,0 +1,77 @@
+"""The read switch (spec 000 §G phase 3): a percentage of users read from the new model, chosen by a stable
+hash bucket of their Tenet account id, so a user stays on one side while the percentage only grows, and the
+same users move first on every server. The percentage is a row (`social_legacy.read_switch`), read on every
+question: a change takes effect without a restart, and `--rollback` (back to 0 %: everyone reads the legacy
+tables again) is one command at any phase."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from tenet.kernel.statements import statements
+
+BUCKETS = 100
+
+_READ = "SELECT read_percent, changed_at, previous_percent FROM social_legacy.read_switch"
+_SET = """
+    INSERT INTO social_legacy.read_switch AS s (id, read_percent, changed_at, previous_percent)
+    VALUES (true, %(p)s, %(now)s, 0)
+    ON CONFLICT (id) DO UPDATE SET previous_percent = s.read_percent, read_percent = EXCLUDED.read_percent,
+           changed_at = EXCLUDED.changed_at
+    RETURNING read_percent, changed_at, previous_percent"""
+_LEGACY_USER = "SELECT new_id FROM social_legacy.id_map WHERE source_table = 'users' AND legacy_id = %(id)s"
+
+
+def bucket(user_id: uuid.UUID) -> int:
+    """0..99, the same for a user forever (sha-256 of the id's bytes: no process's hash seed in it)."""
+    return int.from_bytes(hashlib.sha256(user_id.bytes).digest()[:8], "big") % BUCKETS
+
+
+@dataclass(frozen=True)
+class Switch:
+    read_percent: int
+    changed_at: datetime | None
+    previous_percent: int | None
+
+
+@dataclass(frozen=True)
+class Side:
+    user_id: uuid.UUID | None
+    legacy_user_id: int | None
+    bucket: int | None
+    read_percent: int
+    reads_from: str  # "tenet" | "legacy"
+
+
+async def current(session: AsyncSession) -> Switch:
+    row = await (await statements(session)).one(_READ)
+    return Switch(0, None, None) if row is None else Switch(**row)
+
+
+async def set_percent(session: AsyncSession, *, percent: int, now: datetime) -> Switch:
+    if not 0 <= percent <= 100:
+        raise ValueError("a percentage is 0..100")
+    row = await (await statements(session)).one(_SET, {"p": percent, "now": now})
+    assert row is not None
+    return Switch(**row)
+
+
+async def side_of(session: AsyncSession, user: str) -> Side:
+    """Which side a user reads from: `user` is a Tenet account id, or a legacy user id (digits); a legacy user
+    never migrated reads the legacy tables whatever the percentage."""
+    switch = await current(session)
+    legacy_id: int | None = None
+    if user.isdigit():
+        legacy_id = int(user)
+        user_id = await (await statements(session)).value(_LEGACY_USER, {"id": legacy_id})
+    else:
+        user_id = uuid.UUID(user)
+    if user_id is None:
+        return Side(None, legacy_id, None, switch.read_percent, "legacy")
+    slot = bucket(user_id)
+    return Side(user_id, legacy_id, slot, switch.read_percent, "tenet" if slot < switch.read_percent else "legacy")
