@@ -489,7 +489,7 @@ def demo() -> None:
         console.print(line)
 
 
-from tenet.social.legacy.cli import social_app  # noqa: E402 (its commands reach back into this module lazily)
+from tenet.cli_social import social_app  # noqa: E402 (its commands reach back into this module lazily)
 
 app.add_typer(social_app, name="social")
 

@@ -1,6 +1,6 @@
-"""`tenet social legacy sample | probe | backfill | sync`: the cut-over tooling as commands a team runs on the
-day (docs/legacy-social.md is the runbook). The legacy tables are read from `--schema` (default `legacy`) in
-Tenet's own database, or in the database at `--legacy-url`."""
+"""`tenet social legacy sample | probe | backfill | sync | reconcile | cutover` (issue 20): the social-app cut-over
+tooling as commands a team runs on the day (docs/legacy-social.md is the runbook), over tenet.social.legacy. The
+legacy tables are read from `--schema` (default `legacy`) in Tenet's own database, or at `--legacy-url`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 social_app = typer.Typer(help="Social collaboration tools.", no_args_is_help=True)
-legacy_app = typer.Typer(help="Move the old social app's data in (spec 000 §G): sample, probe, backfill, sync.",
+legacy_app = typer.Typer(help="Move the old social app's data in (spec 000 §G): sample, probe, backfill, sync, "
+                                "reconcile, cutover.",
                          no_args_is_help=True)
 social_app.add_typer(legacy_app, name="legacy")
 console = Console(stderr=True)
