@@ -227,9 +227,10 @@ def cutover(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
     if rollback and percent is not None:
         console.print("--rollback sets 0 %: pass --percent or --rollback, not both")
         raise typer.Exit(2)
-    if user is not None and not user.isdigit():
+    asked: uuid.UUID | int | None = None
+    if user is not None:
         try:
-            uuid.UUID(user)
+            asked = switch.parse_user(user)
         except ValueError:
             console.print(f"--user {user!r} is neither a Tenet account id (UUID) nor a legacy user id (digits)")
             raise typer.Exit(2) from None
@@ -242,9 +243,10 @@ def cutover(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
                 if percent is not None or rollback:
                     await switch.set_percent(session, percent=0 if rollback else percent or 0, now=SystemClock().now())
                 state = await switch.current(session)
-                if user is not None:
-                    side = await switch.side_of(session, user)
-                    lines.append(f"user {user}: bucket {side.bucket}, reads from {side.reads_from}")
+                if asked is not None:
+                    side = await switch.side_of(session, asked)
+                    lines.append(f"user {user}: no such account" if side is None else
+                                 f"user {user}: bucket {side.bucket}, reads from {side.reads_from}")
             if rollback:
                 lines += await dual.uninstall(legacy, schema)  # type: ignore[arg-type]
         changed = f" (was {state.previous_percent} %)" if state.previous_percent is not None else ""

@@ -47,7 +47,7 @@ async def test_the_read_switch_moves_ten_percent_of_users_and_back(clean):
 
     async def on_tenet() -> set[uuid.UUID]:
         async with clean.db.unit_of_work() as session:
-            return {p for p in people if (await cutover.side_of(session, str(p))).reads_from == "tenet"}
+            return {p for p in people if cutover.bucket(p) < (await cutover.current(session)).read_percent}
 
     assert await on_tenet() == set()  # no switch yet: everyone reads the legacy tables
     async with clean.db.unit_of_work() as session:
@@ -59,10 +59,10 @@ async def test_the_read_switch_moves_ten_percent_of_users_and_back(clean):
     assert ten < await on_tenet()  # growing the share keeps the users already moved
     async with clean.db.unit_of_work() as session:
         back = await cutover.set_percent(session, percent=0, now=ctx.now)
-        legacy_side = await cutover.side_of(session, "1")  # a legacy user id works too
+        legacy_side = await cutover.side_of(session, 1)  # a legacy user id works too
     assert (back.read_percent, back.previous_percent) == (0, 30)
     assert await on_tenet() == set()
-    assert legacy_side.user_id is not None and legacy_side.reads_from == "legacy"
+    assert legacy_side is not None and legacy_side.user_id is not None and legacy_side.reads_from == "legacy"
 
 
 def test_the_day_as_commands(tenet_url, cli_env, tmp_path):

@@ -25,6 +25,7 @@ _SET = """
            changed_at = EXCLUDED.changed_at
     RETURNING read_percent, changed_at, previous_percent"""
 _LEGACY_USER = "SELECT new_id FROM social_legacy.id_map WHERE source_table = 'users' AND legacy_id = %(id)s"
+_ACCOUNT = "SELECT id FROM iam.user_account WHERE id = %(id)s AND status <> 'deleted'"
 
 
 def bucket(user_id: uuid.UUID) -> int:
@@ -61,16 +62,26 @@ async def set_percent(session: AsyncSession, *, percent: int, now: datetime) -> 
     return Switch(**row)
 
 
-async def side_of(session: AsyncSession, user: str) -> Side:
-    """Which side a user reads from: `user` is a Tenet account id, or a legacy user id (digits); a legacy user
-    never migrated reads the legacy tables whatever the percentage."""
+def parse_user(user: str) -> uuid.UUID | int:
+    """A Tenet account id (UUID) or a legacy user id (digits, a bigint); ValueError for anything else."""
+    if user.isdigit() and len(user) <= 18:
+        return int(user)
+    return uuid.UUID(user)
+
+
+async def side_of(session: AsyncSession, user: uuid.UUID | int) -> Side | None:
+    """Which side a user reads from: `user` is a Tenet account id, or a legacy user id; a legacy user never
+    migrated reads the legacy tables whatever the percentage. None: no such (live) Tenet account."""
     switch = await current(session)
+    run = await statements(session)
     legacy_id: int | None = None
-    if user.isdigit():
-        legacy_id = int(user)
-        user_id = await (await statements(session)).value(_LEGACY_USER, {"id": legacy_id})
+    if isinstance(user, int):
+        legacy_id = user
+        user_id = await run.value(_LEGACY_USER, {"id": legacy_id})
     else:
-        user_id = uuid.UUID(user)
+        user_id = await run.value(_ACCOUNT, {"id": user})
+        if user_id is None:
+            return None
     if user_id is None:
         return Side(None, legacy_id, None, switch.read_percent, "legacy")
     slot = bucket(user_id)
