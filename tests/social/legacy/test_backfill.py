@@ -11,11 +11,11 @@ from tests.support.invariants import rules_hold
 from tenet.social.legacy.backfill import BackfillInterrupted, backfill, plan
 
 pytestmark = pytest.mark.invariant("SOC-INV-01", "SOC-INV-04", "SOC-INV-06", "SOC-INV-07", "SOC-INV-08",
-                                   "SOC-INV-10", "SOC-INV-16")
+                                   "SOC-INV-10", "SOC-INV-11", "SOC-INV-12", "SOC-INV-16")
 
 # What one uninterrupted run of the clean sample (12 users) makes, per source table.
 CLEAN_COUNTS = {"users": 12, "user_profiles": 12, "friend_requests": 11, "groups": 2, "group_members": 10,
-                "schedule_items": 24, "todos": 24}
+                "schedule_items": 24, "item_shares": 11, "todos": 24}
 
 
 async def _tenet(setup, statement: str, params: dict | None = None) -> list[tuple]:
@@ -36,6 +36,8 @@ async def _outcome(setup) -> dict:
                (SELECT count(*) FROM social.groups), (SELECT count(*) FROM social.group_members),
                (SELECT count(*) FROM social.schedule_items), (SELECT count(*) FROM social.todos),
                (SELECT count(*) FROM social.todos WHERE status = 'done'),
+               (SELECT string_agg(status || permission::text, ',' ORDER BY status || permission::text)
+                  FROM social.schedule_subscriptions),
                (SELECT count(*) FROM social.inbox_messages WHERE message_type = 'friend_request'
                    AND status IN ('pending', 'read'))""")
     return {"mapped": mapped, "refused": refused, "shape": shape}
@@ -70,7 +72,8 @@ async def test_backfill_maps_every_clean_row_and_a_rerun_adds_nothing(clean):
     assert dict(first["mapped"]) == CLEAN_COUNTS
     # 11 requests: statuses cycle accepted, accepted, pending, rejected from i = 1 (index i % 4).
     assert first["shape"][0][2].split(",").count("pending") == 3
-    assert first["shape"][0][8] == 3  # each pending request is in its recipient's inbox
+    assert first["shape"][0][9] == 3  # each pending request is in its recipient's inbox
+    assert first["shape"][0][8].count("active") == 11  # shares in force in the old app arrive accepted
     await rules_hold(clean.db)
 
     again = await backfill(clean.db, clean.legacy, "legacy", await clean.context(), batch_size=5)
@@ -86,7 +89,8 @@ async def test_dirty_rows_are_refused_with_their_reasons_never_dropped_silently(
             ("user_profiles", "UNKNOWN_USER"), ("user_profiles", "VALUE_DROPPED"),
             ("friend_requests", "SELF_REQUEST"), ("friend_requests", "UNKNOWN_USER"),
             ("friend_requests", "DUPLICATE_PAIR"), ("groups", "NAME_MISSING"), ("group_members", "UNKNOWN_GROUP"),
-            ("schedule_items", "UNKNOWN_USER"), ("todos", "UNKNOWN_USER"), ("todos", "SOURCE_DROPPED")} <= codes
+            ("schedule_items", "UNKNOWN_USER"), ("item_shares", "UNKNOWN_USER"),
+            ("item_shares", "CANNOT_SUBSCRIBE_OWNER"), ("todos", "UNKNOWN_USER"), ("todos", "SOURCE_DROPPED")} <= codes
     bad_items = await _tenet(dirty, "SELECT code FROM social_legacy.differences WHERE source_table = 'schedule_items' "
                                     "AND code NOT IN ('UNKNOWN_USER') ORDER BY code")
     assert len(bad_items) == 2  # ends before it starts; a zone that is no zone

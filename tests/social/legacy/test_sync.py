@@ -13,7 +13,8 @@ from tests.support.invariants import rules_hold
 from tenet.social.legacy import sync
 from tenet.social.legacy.backfill import backfill
 
-pytestmark = pytest.mark.invariant("SOC-INV-04", "SOC-INV-06", "SOC-INV-10", "SOC-INV-16", "SOC-INV-17")
+pytestmark = pytest.mark.invariant("SOC-INV-04", "SOC-INV-06", "SOC-INV-10", "SOC-INV-11", "SOC-INV-12", "SOC-INV-16",
+                                   "SOC-INV-17")
 
 
 async def _value(setup, statement: str, params: dict | None = None):
@@ -45,9 +46,10 @@ async def test_captured_inserts_updates_and_deletes_reach_the_new_model(clean):
     await legacy.execute("DELETE FROM legacy.todos WHERE id = 2")
     await legacy.execute("UPDATE legacy.todos SET done = true WHERE id = 1")
     await legacy.execute("UPDATE legacy.friend_requests SET status = 'accepted' WHERE id = 2")  # was pending
-    assert await clean.scalar("SELECT count(*) FROM social_legacy.changes WHERE applied_at IS NULL") == 6
+    await legacy.execute("DELETE FROM legacy.item_shares WHERE id = 1")
+    assert await clean.scalar("SELECT count(*) FROM social_legacy.changes WHERE applied_at IS NULL") == 7
 
-    assert await sync.apply_log(clean.db, legacy, ctx) == (6, 0)
+    assert await sync.apply_log(clean.db, legacy, ctx) == (7, 0)
     assert await _value(clean, "SELECT display_name FROM iam.user_account WHERE email = 'new.person@example.com'") \
         == "New Person"
     assert await _value(clean, "SELECT count(*) FROM social.schedule_items WHERE title = 'Added while dual writing' "
@@ -61,6 +63,8 @@ async def test_captured_inserts_updates_and_deletes_reach_the_new_model(clean):
                         {"i": await _mapped(clean, "todos", 1)}) == "done"
     assert await _value(clean, "SELECT status FROM social.friendships WHERE id = :i",
                         {"i": await _mapped(clean, "friend_requests", 2)}) == "accepted"
+    assert await _value(clean, "SELECT count(*) FROM social.schedule_subscriptions WHERE id = :i AND status = 'active'",
+                        {"i": await _mapped(clean, "item_shares", 1)}) == 0
     assert await clean.scalar("SELECT count(*) FROM social_legacy.changes WHERE applied_at IS NULL") == 0
     assert await sync.apply_log(clean.db, legacy, ctx) == (0, 0)  # nothing left: a second run does nothing
     await rules_hold(clean.db)

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenet.social.legacy import people, work
+from tenet.social.legacy import people, shares, work
 from tenet.social.legacy.engine import Context
 
 Upsert = Callable[[AsyncSession, Context, dict[str, Any], uuid.UUID | None], Awaitable[uuid.UUID]]
@@ -30,5 +30,6 @@ HANDLERS: dict[str, Handler] = {
     "groups": Handler(work.group_upsert, work.group_remove, unmap_on_delete=False),
     "group_members": Handler(work.member_upsert, work.member_remove),
     "schedule_items": Handler(work.item_upsert, work.item_remove),
+    "item_shares": Handler(shares.share_upsert, shares.share_remove, unmap_on_delete=False),
     "todos": Handler(work.todo_upsert, work.todo_remove),
 }

@@ -55,6 +55,9 @@ COMPARES: dict[str, Compare] = {
                       "SELECT id, role FROM social.group_members WHERE id = ANY(%(ids)s)", 0),
     "schedule_items": (lambda r: (clean_text(r.get("title"), 200), r.get("starts_at"), r.get("ends_at")),
                        "SELECT id, title, start_at, end_at FROM social.schedule_items WHERE id = ANY(%(ids)s)", None),
+    "item_shares": (lambda r: ('["view", "edit"]' if loose_boolean(r.get("can_edit")) else '["view"]', "active"),
+                    "SELECT id, permission::text, status FROM social.schedule_subscriptions WHERE id = ANY(%(ids)s)",
+                    1),
     "todos": (lambda r: (clean_text(r.get("title"), 200), "done" if loose_boolean(r.get("done")) else "pending"),
               "SELECT id, title, status FROM social.todos WHERE id = ANY(%(ids)s)", 1),
 }

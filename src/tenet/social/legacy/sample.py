@@ -93,6 +93,8 @@ def _dirt(rows: Rows, size: int) -> None:
              ends_at=START + timedelta(hours=1), tz="Mars/Olympus", created_at=START)
     rows.add("schedule_items", owner_id=UNKNOWN_USER, title="Orphan", notes=None, starts_at=START,
              ends_at=START + timedelta(hours=1), tz="UTC", created_at=START)
+    rows.add("item_shares", item_id=1, user_id=UNKNOWN_USER, can_edit=False, created_at=START)
+    rows.add("item_shares", item_id=1, user_id=1, can_edit=True, created_at=START)  # to the item's owner
     rows.add("todos", user_id=UNKNOWN_USER, title="Orphan todo", done=False, due_at=None, item_id=None,
              created_at=START)
     rows.add("todos", user_id=1, title="Points at a lost item", done=False, due_at=None, item_id=UNKNOWN_USER,

@@ -36,6 +36,8 @@ SOURCES: tuple[Source, ...] = (
            ("groups", "users")),
     Source("schedule_items", "id", ("id", "owner_id", "title", "starts_at", "ends_at"), ("notes", "tz", "created_at"),
            "social.schedule_items", ("users",)),
+    Source("item_shares", "id", ("id", "item_id", "user_id"), ("can_edit", "created_at"),
+           "social.schedule_subscriptions (accepted user subscriptions)", ("schedule_items", "users")),
     Source("todos", "id", ("id", "user_id", "title"), ("done", "due_at", "item_id", "created_at"), "social.todos",
            ("users", "schedule_items")),
 )
