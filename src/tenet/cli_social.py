@@ -175,7 +175,12 @@ def sync(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
             done, left = await dual.apply_log(db, legacy, ctx)  # type: ignore[arg-type]
             return [f"synced: {done} change(s) applied, {left} refused (social_legacy.differences)"]
 
-    for line in _run(url, go()):  # type: ignore[attr-defined]
+    try:
+        lines = _run(url, go())
+    except dual.SyncBusy as busy:
+        console.print(str(busy))
+        raise typer.Exit(1) from None
+    for line in lines:  # type: ignore[attr-defined]
         typer.echo(line)
 
 

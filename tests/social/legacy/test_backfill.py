@@ -4,6 +4,8 @@ halfway then rerun ends exactly where one uninterrupted run ends; the invariants
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from tests.social.legacy.conftest import _setup
 from tests.support.invariants import rules_hold
@@ -103,7 +105,8 @@ async def test_dirty_rows_are_refused_with_their_reasons_never_dropped_silently(
 def second_url(scratch_database, request) -> str:
     from tenet.db import migrate
 
-    url = scratch_database(f"sl_one_run_{request.node.callspec.id}")
+    suffix = request.node.callspec.id if hasattr(request.node, "callspec") else "race"
+    url = scratch_database(f"sl_one_run_{suffix}")
     migrate.upgrade(url)
     return url
 
@@ -123,3 +126,28 @@ async def test_backfill_stopped_halfway_then_rerun_equals_one_run(tenet_url, sec
         await backfill(one_run.db, one_run.legacy, "legacy", await one_run.context(), batch_size=4)
         assert await _outcome(one_run) == resumed
     assert halfway != resumed and resumed["refused"]
+
+
+async def test_two_backfills_racing_end_as_one_run(tenet_url, second_url):
+    """Two operators start the back-fill at once (two engines, real connections): batches interleave one at a
+    time, neither applies what the other did, and the end equals one run."""
+    from tenet.db.database import Database
+
+    async for racing in _setup(tenet_url, size=12, dirty=True):
+        other = Database.from_url(tenet_url, pool_size=2, max_overflow=0, watch_outages=False)
+        try:
+            import psycopg
+
+            from tenet.db.database import libpq_url
+
+            async with await psycopg.AsyncConnection.connect(libpq_url(tenet_url), autocommit=True) as legacy:
+                await asyncio.gather(
+                    backfill(racing.db, racing.legacy, "legacy", await racing.context(), batch_size=3),
+                    backfill(other, legacy, "legacy", await racing.context(), batch_size=3))
+        finally:
+            await other.dispose()
+        raced = await _outcome(racing)
+        await rules_hold(racing.db)
+    async for one_run in _setup(second_url, size=12, dirty=True):
+        await backfill(one_run.db, one_run.legacy, "legacy", await one_run.context(), batch_size=3)
+        assert await _outcome(one_run) == raced

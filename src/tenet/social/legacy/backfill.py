@@ -93,10 +93,22 @@ async def read_batch(legacy: psycopg.AsyncConnection, schema: str, source: Sourc
         return await cursor.fetchall()
 
 
-async def _one_batch(db: Database, ctx: Context, source: Source, rows: list[dict[str, Any]],
-                     finished: bool) -> tuple[int, int]:
+_DONE_UP_TO = "SELECT last_legacy_id FROM social_legacy.checkpoints WHERE source_table = %(t)s"
+
+
+async def _one_batch(db: Database, ctx: Context, source: Source, rows: list[dict[str, Any]], after: int,
+                     finished: bool) -> tuple[int, int] | int:
+    """Apply one batch read after key `after`: (applied, refused), or, when another run committed past `after`
+    meanwhile, the key it reached (nothing applied: the caller reads on from there)."""
     applied = 0
     async with db.unit_of_work() as session:
+        run = await statements(session)
+        # One batch at a time across runs (two operators, a back-fill beside a sync): the lock, then the
+        # checkpoint read under it decides whether this batch is still to do.
+        await run.execute(engine.APPLY_LOCK)
+        done_up_to = await run.value(_DONE_UP_TO, {"t": source.table}) or 0
+        if done_up_to > after:
+            return int(done_up_to)
         for row in rows:
             change = Change(source.table, "INSERT", int(row[source.key]), row, ctx.now)
             applied += await engine.apply(session, ctx, change)
@@ -118,7 +130,11 @@ async def backfill(db: Database, legacy: psycopg.AsyncConnection, schema: str, c
         source, after, done = line.source, line.done_up_to, 0
         applied_total = refused_total = 0
         while rows := await read_batch(legacy, schema, source, after, batch_size):
-            applied, refused = await _one_batch(db, ctx, source, rows, finished=len(rows) < batch_size)
+            outcome = await _one_batch(db, ctx, source, rows, after, finished=len(rows) < batch_size)
+            if isinstance(outcome, int):
+                after = outcome
+                continue
+            applied, refused = outcome
             applied_total, refused_total = applied_total + applied, refused_total + refused
             after, done = int(rows[-1][source.key]), done + len(rows)
             if progress is not None:

@@ -50,6 +50,9 @@ class Change:
     change_id: int | None = None
 
 
+# Taken first by every transaction that applies legacy rows (a back-fill batch, a sync batch, a replay): they run
+# one at a time, so "is this legacy row mapped yet?" is answered after the other one's commit, never beside it.
+APPLY_LOCK = "SELECT pg_advisory_xact_lock(hashtext('tenet.social_legacy.apply'))"
 _MAPPED = "SELECT new_id FROM social_legacy.id_map WHERE source_table = %(t)s AND legacy_id = %(id)s"
 _MAP = """
     INSERT INTO social_legacy.id_map (source_table, legacy_id, new_id, mapped_at)

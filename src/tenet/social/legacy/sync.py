@@ -84,9 +84,30 @@ _PENDING = """SELECT id, captured_at, source_table, operation, legacy_id, row_da
                WHERE applied_at IS NULL ORDER BY id LIMIT %(n)s"""
 
 
+class SyncBusy(Exception):  # another sync holds the log
+    pass
+
+
+_SYNC_LOCK = "SELECT pg_try_advisory_lock(hashtext('tenet.social_legacy.sync'))"
+_SYNC_UNLOCK = "SELECT pg_advisory_unlock(hashtext('tenet.social_legacy.sync'))"
+
+
 async def apply_log(db: Database, legacy: psycopg.AsyncConnection, ctx: Context, *,
                     batch_size: int = 500) -> tuple[int, int]:
-    """Apply the captured changes in capture order; answers (applied, refused)."""
+    """Apply the captured changes in capture order; answers (applied, refused). One sync at a time (a lock on
+    the legacy log's database, held for the run): a second one raises SyncBusy instead of applying a batch the
+    first has applied and not yet marked."""
+    cursor = await legacy.execute(_SYNC_LOCK)
+    if not (await cursor.fetchone() or (False,))[0]:
+        raise SyncBusy("another `tenet social legacy sync` is applying the change log")
+    try:
+        return await _apply_all(db, legacy, ctx, batch_size)
+    finally:
+        await legacy.execute(_SYNC_UNLOCK)
+
+
+async def _apply_all(db: Database, legacy: psycopg.AsyncConnection, ctx: Context,
+                     batch_size: int) -> tuple[int, int]:
     applied = refused = 0
     ctx.phase = "sync"
     while True:
@@ -96,6 +117,7 @@ async def apply_log(db: Database, legacy: psycopg.AsyncConnection, ctx: Context,
         if not changes:
             return applied, refused
         async with db.unit_of_work() as session:
+            await (await statements(session)).execute(engine.APPLY_LOCK)
             for c in changes:
                 if c["source_table"] not in {s.table for s in SOURCES}:
                     continue
@@ -117,6 +139,7 @@ async def replay(db: Database, ctx: Context, *, since: datetime, until: datetime
     ctx.phase = "replay"
     async with db.unit_of_work() as session:
         run = await statements(session)
+        await run.execute(engine.APPLY_LOCK)
         differences = await run.all(_WINDOW, {"since": since, "until": until})
         applied = 0
         for d in differences:
