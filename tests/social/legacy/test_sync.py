@@ -110,3 +110,16 @@ async def test_uninstall_stops_the_capture(clean):
     await sync.uninstall(clean.legacy, "legacy")
     await clean.legacy.execute("UPDATE legacy.todos SET title = 'Unobserved' WHERE id = 1")
     assert await clean.scalar("SELECT count(*) FROM social_legacy.changes") == 0
+
+
+async def test_a_second_sync_beside_a_running_one_refuses(clean):
+    import psycopg
+
+    from tenet.db.database import libpq_url
+
+    ctx = await _started(clean)
+    async with await psycopg.AsyncConnection.connect(libpq_url(clean.url), autocommit=True) as running:
+        await running.execute("SELECT pg_advisory_lock(hashtext('tenet.social_legacy.sync'))")
+        with pytest.raises(sync.SyncBusy):
+            await sync.apply_log(clean.db, clean.legacy, ctx)
+    assert await sync.apply_log(clean.db, clean.legacy, ctx) == (0, 0)  # the first one gone, the log is free

@@ -143,4 +143,13 @@ async def backfill(db: Database, legacy: psycopg.AsyncConnection, schema: str, c
             if stop_after_batches is not None and batches >= stop_after_batches:
                 raise BackfillInterrupted(f"stopped after {batches} batch(es) as asked")
         report[source.table] = (applied_total, refused_total)
+        await _mark_finished(db, source, ctx)
     return report
+
+
+async def _mark_finished(db: Database, source: Source, ctx: Context) -> None:
+    """The source was read to its end (a last batch of exactly `batch_size` rows did not know it)."""
+    async with db.unit_of_work() as session:
+        await (await statements(session)).execute(
+            "UPDATE social_legacy.checkpoints SET finished_at = %(now)s WHERE source_table = %(t)s "
+            "AND finished_at IS NULL", {"now": ctx.now, "t": source.table})
