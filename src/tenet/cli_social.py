@@ -141,7 +141,29 @@ def backfill(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
         report = _run(url, go())
     for table, (applied, refused) in report.items():  # type: ignore[attr-defined]
         typer.echo(f"{table}: {applied} applied, {refused} refused")
-    typer.echo("refusals and losses: social_legacy.differences; then run `tenet invariants check`")
+    typer.echo("refusals and losses: social_legacy.differences")
+    broken = _run(url, _rules_broken(url))
+    if broken:
+        for line in broken:  # type: ignore[attr-defined]
+            typer.echo(f"rule broken: {line}")
+        raise typer.Exit(1)
+    typer.echo("identity's and social's invariants hold")
+
+
+async def _rules_broken(url: str) -> list[str]:
+    """The detectors of the two domains a back-fill writes (identity, social), on one snapshot."""
+    from tenet.db.database import make_engine
+    from tenet.domains import load_all
+    from tenet.kernel.invariants import all_invariants, check
+
+    load_all()
+    engine = make_engine(url, pool_size=1, max_overflow=0)
+    try:
+        async with engine.connect() as connection:
+            violations = await check(connection, all_invariants("iam") + all_invariants("social"))
+    finally:
+        await engine.dispose()
+    return [f"{v.invariant.id} ({v.error or f'{v.rows} row(s)'}): {v.invariant.statement}" for v in violations]
 
 
 @legacy_app.command("sync")

@@ -78,6 +78,7 @@ def test_the_day_as_commands(tenet_url, cli_env, tmp_path):
     filled = tenet("backfill", "--batch-size", "3")
     assert filled.returncode == 0, filled.stderr
     assert "users: 11 applied, 2 refused" in filled.stdout  # the same email in another case maps to one account
+    assert "identity's and social's invariants hold" in filled.stdout
     assert tenet("sync", "--install").returncode == 0
     report = tmp_path / "reconcile.json"
     dirty = tenet("reconcile", "--report", str(report))
