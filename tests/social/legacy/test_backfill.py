@@ -92,7 +92,8 @@ async def test_dirty_rows_are_refused_with_their_reasons_never_dropped_silently(
             ("friend_requests", "SELF_REQUEST"), ("friend_requests", "UNKNOWN_USER"),
             ("friend_requests", "DUPLICATE_PAIR"), ("groups", "NAME_MISSING"), ("group_members", "UNKNOWN_GROUP"),
             ("schedule_items", "UNKNOWN_USER"), ("item_shares", "UNKNOWN_USER"),
-            ("item_shares", "CANNOT_SUBSCRIBE_OWNER"), ("todos", "UNKNOWN_USER"), ("todos", "SOURCE_DROPPED")} <= codes
+            ("item_shares", "CANNOT_SUBSCRIBE_OWNER"), ("todos", "UNKNOWN_USER"), ("todos", "SOURCE_DROPPED"),
+            ("todos", "VALUE_SHORTENED")} <= codes
     bad_items = await _tenet(dirty, "SELECT code FROM social_legacy.differences WHERE source_table = 'schedule_items' "
                                     "AND code NOT IN ('UNKNOWN_USER') ORDER BY code")
     assert len(bad_items) == 2  # ends before it starts; a zone that is no zone

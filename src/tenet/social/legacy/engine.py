@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
+import psycopg
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.errors import DomainError
@@ -92,12 +93,17 @@ async def log_difference(session: AsyncSession, ctx: Context, change: Change, co
         "row": json.dumps(change.row, default=str)})
 
 
+# What the database refuses in a row (a CHECK, a unique index, a value out of range), through the ORM or through
+# kernel.statements (psycopg's own classes): a refusal of that row, not a failure of the run.
+DATABASE_REFUSALS = (IntegrityError, DataError, psycopg.errors.IntegrityError, psycopg.errors.DataError)
+
+
 def _reason(exc: Exception) -> tuple[str, str]:
     if isinstance(exc, Refused):
         return exc.code, exc.detail
     if isinstance(exc, DomainError):
         return str(exc.code), exc.detail or str(exc.code)
-    diag = getattr(getattr(exc, "orig", None), "diag", None)
+    diag = getattr(getattr(exc, "orig", exc), "diag", None)
     return "CONSTRAINT_REFUSED", f"refused by {getattr(diag, 'constraint_name', None) or type(exc).__name__}"
 
 
@@ -117,7 +123,7 @@ async def apply(session: AsyncSession, ctx: Context, change: Change, *, log_refu
                 new_id = None
             else:
                 new_id = await handler.upsert(session, ctx, change.row, mapped)
-    except (Refused, DomainError, IntegrityError) as exc:
+    except (Refused, DomainError, *DATABASE_REFUSALS) as exc:
         if log_refusal:
             await log_difference(session, ctx, change, *_reason(exc))
         return False

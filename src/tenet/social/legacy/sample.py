@@ -2,7 +2,8 @@
 `--dirty` the rows a real old database holds: the same email in another case, an address that is none, a
 deleted user still referenced, settings columns with values no one validated, a request to oneself or to a user
 that does not exist, the same pair asked twice in both directions, an item ending before it starts or in a zone
-that is no zone, orphan rows. Deterministic for a seed, so a test knows what each row must become."""
+that is no zone, a title longer than Tenet keeps, orphan rows. Deterministic for a seed, so a test knows what
+each row must become."""
 
 from __future__ import annotations
 
@@ -97,6 +98,7 @@ def _dirt(rows: Rows, size: int) -> None:
     rows.add("item_shares", item_id=1, user_id=1, can_edit=True, created_at=START)  # to the item's owner
     rows.add("todos", user_id=UNKNOWN_USER, title="Orphan todo", done=False, due_at=None, item_id=None,
              created_at=START)
+    rows.add("todos", user_id=2, title="Long " * 50, done=False, due_at=None, item_id=None, created_at=START)
     rows.add("todos", user_id=1, title="Points at a lost item", done=False, due_at=None, item_id=UNKNOWN_USER,
              created_at=START)
 

@@ -15,16 +15,18 @@ from tenet.social.legacy.engine import Context, Refused, mapped_id, require_mapp
 from tenet.social.legacy.people import clean_text, loose_boolean
 
 
-def _required_text(row: dict[str, Any], column: str, limit: int, what: str) -> str:
+def _required_text(ctx: Context, row: dict[str, Any], column: str, limit: int, what: str) -> str:
     text = clean_text(row.get(column), limit)
     if text is None:
         raise Refused(f"{what.upper()}_MISSING", f"the {what} is empty")
+    if len(clean_text(row.get(column), limit + 1) or "") > limit:
+        ctx.note("VALUE_SHORTENED", f"the {what} was cut to {limit} characters")
     return text
 
 
 async def group_upsert(session: AsyncSession, ctx: Context, row: dict[str, Any], mapped: uuid.UUID | None) -> uuid.UUID:
     owner = await require_mapped(session, "users", row.get("owner_id"), "user")
-    name = _required_text(row, "name", 200, "name")
+    name = _required_text(ctx, row, "name", 200, "name")
     visibility = "public" if loose_boolean(row.get("is_public")) else "private"
     if mapped is None:
         group = await groups.create_group(session, principal_id=owner, name=name,
@@ -90,10 +92,16 @@ async def member_remove(session: AsyncSession, ctx: Context, row: dict[str, Any]
     raise Refused("NOT_MIRRORED", "a legacy membership was deleted; members leave or are removed in Tenet")
 
 
-def _instant(row: dict[str, Any], column: str) -> datetime:
+def instant(row: dict[str, Any], column: str, *, required: bool = True) -> datetime | None:
+    """A legacy time (a datetime, or its ISO text from the change log's JSON)."""
     value = row.get(column)
     if isinstance(value, str):
-        value = datetime.fromisoformat(value)
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise Refused("TIME_INVALID", f"{column} {value!r} is not a time") from None
+    if value is None and not required:
+        return None
     if not isinstance(value, datetime):
         raise Refused("SCHEDULE_ITEM_INVALID", f"{column} is missing")
     return value
@@ -101,9 +109,9 @@ def _instant(row: dict[str, Any], column: str) -> datetime:
 
 async def item_upsert(session: AsyncSession, ctx: Context, row: dict[str, Any], mapped: uuid.UUID | None) -> uuid.UUID:
     owner = await require_mapped(session, "users", row.get("owner_id"), "user")
-    fields: dict[str, Any] = {"title": _required_text(row, "title", 200, "title"),
+    fields: dict[str, Any] = {"title": _required_text(ctx, row, "title", 200, "title"),
                               "description": clean_text(row.get("notes"), 10000),
-                              "start_at": _instant(row, "starts_at"), "end_at": _instant(row, "ends_at")}
+                              "start_at": instant(row, "starts_at"), "end_at": instant(row, "ends_at")}
     zone = clean_text(row.get("tz"), 64)
     if mapped is None:
         item = await items.create_item(session, principal_id=owner, **fields, timezone=zone, recurrence_rule=None,
@@ -127,9 +135,8 @@ async def item_remove(session: AsyncSession, ctx: Context, row: dict[str, Any], 
 
 async def todo_upsert(session: AsyncSession, ctx: Context, row: dict[str, Any], mapped: uuid.UUID | None) -> uuid.UUID:
     owner = await require_mapped(session, "users", row.get("user_id"), "user")
-    title = _required_text(row, "title", 200, "title")
-    due = row.get("due_at")
-    due = datetime.fromisoformat(due) if isinstance(due, str) else due
+    title = _required_text(ctx, row, "title", 200, "title")
+    due = instant(row, "due_at", required=False)
     status = "done" if loose_boolean(row.get("done")) else "pending"
     if mapped is None:
         sources: list[uuid.UUID] = []
