@@ -123,3 +123,31 @@ async def test_a_second_sync_beside_a_running_one_refuses(clean):
         with pytest.raises(sync.SyncBusy):
             await sync.apply_log(clean.db, clean.legacy, ctx)
     assert await sync.apply_log(clean.db, clean.legacy, ctx) == (0, 0)  # the first one gone, the log is free
+
+
+@pytest.fixture
+def other_legacy_url(scratch_database) -> str:
+    return scratch_database("sl_legacy_elsewhere")  # a plain database: the old app's, not Tenet's
+
+
+async def test_the_legacy_tables_in_another_database(tenet_url, other_legacy_url):
+    """`--legacy-url`: the tables, the capture and its change log live in the old app's database."""
+    import psycopg
+    from tests.social.legacy.conftest import _setup
+
+    from tenet.db.database import libpq_url
+    from tenet.social.legacy import sample
+
+    async with await psycopg.AsyncConnection.connect(libpq_url(other_legacy_url), autocommit=True) as legacy:
+        await sample.create(legacy, "legacy", sample.generate(6, dirty=False), replace=True)
+        async for tenet in _setup(tenet_url, size=None, dirty=False):
+            ctx = await tenet.context()
+            await backfill(tenet.db, legacy, "legacy", ctx)
+            await sync.install(legacy, "legacy")
+            await legacy.execute("UPDATE legacy.todos SET title = 'Renamed elsewhere' WHERE id = 1")
+            assert await sync.apply_log(tenet.db, legacy, ctx) == (1, 0)
+            assert await _value(tenet, "SELECT title FROM social.todos WHERE id = :i",
+                                {"i": await _mapped(tenet, "todos", 1)}) == "Renamed elsewhere"
+            await rules_hold(tenet.db)
+        cursor = await legacy.execute("SELECT count(*) FROM social_legacy.changes WHERE applied_at IS NOT NULL")
+        assert (await cursor.fetchone())[0] == 1
