@@ -13,9 +13,6 @@ from tests.support.invariants import rules_hold
 from tenet.social.legacy import sync
 from tenet.social.legacy.backfill import backfill
 
-pytestmark = pytest.mark.invariant("SOC-INV-04", "SOC-INV-06", "SOC-INV-10", "SOC-INV-11", "SOC-INV-12", "SOC-INV-16",
-                                   "SOC-INV-17")
-
 
 async def _value(setup, statement: str, params: dict | None = None):
     async with setup.db.unit_of_work() as session:
@@ -35,6 +32,7 @@ async def _started(setup):
     return ctx
 
 
+@pytest.mark.invariant("SOC-INV-06", "SOC-INV-11", "SOC-INV-16")
 async def test_captured_inserts_updates_and_deletes_reach_the_new_model(clean):
     ctx = await _started(clean)
     legacy = clean.legacy
@@ -70,6 +68,7 @@ async def test_captured_inserts_updates_and_deletes_reach_the_new_model(clean):
     await rules_hold(clean.db)
 
 
+@pytest.mark.invariant("SOC-INV-10")
 async def test_a_divergence_is_logged_with_its_operation_and_replays_by_time_window(clean):
     ctx = await _started(clean)
     legacy = clean.legacy
