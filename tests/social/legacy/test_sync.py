@@ -4,7 +4,7 @@ operation, and replaying its time window applies it once what it lacked is there
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import text
@@ -150,3 +150,22 @@ async def test_the_legacy_tables_in_another_database(tenet_url, other_legacy_url
             await rules_hold(tenet.db)
         cursor = await legacy.execute("SELECT count(*) FROM social_legacy.changes WHERE applied_at IS NOT NULL")
         assert (await cursor.fetchone())[0] == 1
+
+
+async def test_the_worker_syncs_every_minute_while_it_is_switched_on(clean, tmp_path):
+    from tests.conftest import test_settings
+    from tests.social.legacy.conftest import NOW_ISO
+
+    from tenet.kernel.clock import FrozenClock
+    from tenet.kernel.jobs import JobRuntime, run_now
+    from tenet.social.legacy import tasks
+
+    await _started(clean)
+    await clean.legacy.execute("UPDATE legacy.todos SET title = 'Synced by the worker' WHERE id = 1")
+    clock = FrozenClock(datetime.fromisoformat(NOW_ISO))
+    off = JobRuntime(db=clean.db, clock=clock, settings=test_settings(data_dir=tmp_path))
+    assert await run_now(tasks.social_legacy_sync, off, timestamp=0) == {"off": 1}
+    on = JobRuntime(db=clean.db, clock=clock, settings=test_settings(data_dir=tmp_path, social_legacy_sync=True))
+    assert await run_now(tasks.social_legacy_sync, on, timestamp=60) == {"applied": 1, "refused": 0}
+    assert await _value(clean, "SELECT title FROM social.todos WHERE id = :i",
+                        {"i": await _mapped(clean, "todos", 1)}) == "Synced by the worker"
