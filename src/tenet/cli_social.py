@@ -1,4 +1,4 @@
-"""`tenet social legacy sample | probe | backfill | sync | reconcile | cutover` (issue 20): the social-app cut-over
+"""`tenet social legacy sample | probe | backfill | sync | reconcile | cutover | cleanup` (issue 20): the cut-over
 tooling as commands a team runs on the day (docs/legacy-social.md is the runbook), over tenet.social.legacy. The
 legacy tables are read from `--schema` (default `legacy`) in Tenet's own database, or at `--legacy-url`."""
 
@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 social_app = typer.Typer(help="Social collaboration tools.", no_args_is_help=True)
 legacy_app = typer.Typer(help="Move the old social app's data in (spec 000 §G): sample, probe, backfill, sync, "
-                                "reconcile, cutover.",
+                                "reconcile, cutover, cleanup.",
                          no_args_is_help=True)
 social_app.add_typer(legacy_app, name="legacy")
 console = Console(stderr=True)
@@ -280,4 +280,27 @@ def cutover(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
         return [f"read switch: {state.read_percent} % of users read from Tenet{changed}", *lines]
 
     for line in _run(url, go()):  # type: ignore[attr-defined]
+        typer.echo(line)
+
+
+@legacy_app.command("cleanup")
+def cleanup(legacy_url: LegacyUrl = None, schema: Schema = "legacy",
+            archive_as: Annotated[str | None, typer.Option(help="The archived schema's name")] = None) -> None:
+    """Phase 4: with everyone reading from Tenet, end the dual write and archive the legacy schema."""
+    from tenet.kernel.clock import SystemClock
+    from tenet.social.legacy import cutover as switch
+
+    url, target = _urls(legacy_url)
+    name = archive_as or f"{schema}_archived_{SystemClock().now():%Y%m%d}"
+
+    async def go() -> list[str]:
+        async with _connected(url, target) as (db, legacy), db.unit_of_work() as session:  # type: ignore[attr-defined]
+            return await switch.clean_up(session, legacy, schema, archive_as=name)  # type: ignore[arg-type]
+
+    try:
+        lines = _run(url, go())
+    except switch.CleanUpRefused as refused:
+        console.print(str(refused))
+        raise typer.Exit(2) from None
+    for line in lines:  # type: ignore[attr-defined]
         typer.echo(line)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 from sqlalchemy import text
 from tests.support.cli import run_cli
+from tests.support.invariants import rules_hold
 
 from tenet.social.legacy import cutover
 from tenet.social.legacy.backfill import backfill
@@ -94,3 +96,26 @@ def test_the_day_as_commands(tenet_url, cli_env, tmp_path):
     assert tenet("cutover", "--user", "not-a-user").returncode == 2
     checked = run_cli("invariants", "check", "--database-url", tenet_url, env_extra=cli_env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+async def test_clean_up_waits_for_everyone_then_archives_the_legacy_schema(clean):
+    from tenet.social.legacy import sync
+
+    ctx = await clean.context()
+    await backfill(clean.db, clean.legacy, "legacy", ctx)
+    await sync.install(clean.legacy, "legacy")
+    async with clean.db.unit_of_work() as session:
+        await cutover.set_percent(session, percent=10, now=ctx.now)
+    with pytest.raises(cutover.CleanUpRefused):
+        async with clean.db.unit_of_work() as session:
+            await cutover.clean_up(session, clean.legacy, "legacy", archive_as="legacy_archived")
+    assert await clean.scalar("SELECT count(*) FROM legacy.todos") == 24  # nothing moved
+
+    async with clean.db.unit_of_work() as session:
+        await cutover.set_percent(session, percent=100, now=ctx.now)
+        lines = await cutover.clean_up(session, clean.legacy, "legacy", archive_as="legacy_archived")
+    assert lines[-1] == "legacy schema legacy archived as legacy_archived"
+    assert await clean.scalar("SELECT to_regclass('legacy.todos')::text") is None
+    await clean.legacy.execute("UPDATE legacy_archived.todos SET title = 'After the end' WHERE id = 1")
+    assert await clean.scalar("SELECT count(*) FROM social_legacy.changes") == 0  # no capture any more
+    await rules_hold(clean.db)

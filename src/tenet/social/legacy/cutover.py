@@ -11,6 +11,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+import psycopg
+from psycopg import sql
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.statements import statements
@@ -86,3 +88,26 @@ async def side_of(session: AsyncSession, user: uuid.UUID | int) -> Side | None:
         return Side(None, legacy_id, None, switch.read_percent, "legacy")
     slot = bucket(user_id)
     return Side(user_id, legacy_id, slot, switch.read_percent, "tenet" if slot < switch.read_percent else "legacy")
+
+
+class CleanUpRefused(Exception):  # a precondition a person must meet first
+    pass
+
+
+async def clean_up(session: AsyncSession, legacy: psycopg.AsyncConnection, schema: str, *,
+                   archive_as: str) -> list[str]:
+    """Phase 4 (spec 000 §G): once everyone reads from Tenet, the dual write ends (triggers and the capture
+    function go) and the legacy schema is archived under another name: a cold copy kept, out of the old app's
+    way; dropping it later is a person's decision (after `pg_dump -n`)."""
+    from tenet.social.legacy import sync
+
+    state = await current(session)
+    if state.read_percent != 100:
+        raise CleanUpRefused(f"the read switch is at {state.read_percent} %: clean up once everyone reads from "
+                             "Tenet (`cutover --percent 100`)")
+    lines = await sync.uninstall(legacy, schema)
+    async with legacy.transaction():
+        await legacy.execute("DROP FUNCTION IF EXISTS social_legacy.capture_change()")
+        await legacy.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(sql.Identifier(schema),
+                                                                            sql.Identifier(archive_as)))
+    return [*lines, f"legacy schema {schema} archived as {archive_as}"]
