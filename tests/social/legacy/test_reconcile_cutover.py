@@ -119,3 +119,12 @@ async def test_clean_up_waits_for_everyone_then_archives_the_legacy_schema(clean
     await clean.legacy.execute("UPDATE legacy_archived.todos SET title = 'After the end' WHERE id = 1")
     assert await clean.scalar("SELECT count(*) FROM social_legacy.changes") == 0  # no capture any more
     await rules_hold(clean.db)
+
+
+async def test_a_user_deleted_in_the_old_app_but_alive_in_tenet_deviates(clean):
+    await backfill(clean.db, clean.legacy, "legacy", await clean.context())
+    await clean.legacy.execute("UPDATE legacy.users SET is_deleted = true WHERE id = 4")
+    reports = {r.table: r for r in await reconcile(clean.db, clean.legacy, "legacy")}
+    assert (reports["users"].differing, reports["users"].passes) == (1, False)
+    assert reports["users"].legacy_statuses == {"live": 11, "deleted": 1}
+    assert reports["users"].new_statuses == {"live": 12}

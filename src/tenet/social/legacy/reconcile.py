@@ -2,11 +2,12 @@
 distributions and key-field hashes, written as a report; a table whose deviation is above the gate (spec:
 "偏差 < 0.1%") makes the command exit non-zero.
 
-A legacy row deviates when it has no Tenet row (never mapped: refused, or not back-filled or synced yet), when
-its mapped row is gone, or when the key fields differ (each side's fields normalised the way the back-fill
-normalises them, then hashed). The key fields are the ones a user would notice: an account's email, a
-profile's name, a friendship's or a todo's state, a group's name and state, a member's role, an item's title and
-times.
+A legacy row deviates when it has no Tenet row (never mapped: refused, or not back-filled or synced yet), when its
+mapped row is gone, or when the key fields differ (each side's fields normalised the way the back-fill normalises
+them, then hashed). The key fields are the ones a user would notice: an account's email and whether it is
+deleted (a user deleted in the old app whose account lives on deviates: sync notes it, an administrator deletes
+the account), a profile's name, a friendship's or a todo's state, a group's name and state, a member's role, an
+item's title and times, a share's permission.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from tenet.social.legacy.work import ROLES
 GATE = 0.001  # 0.1 %
 
 
-def _email(row: dict[str, Any]) -> tuple[Any, ...]:
+def _user(row: dict[str, Any]) -> tuple[Any, ...]:
+    alive = "deleted" if loose_boolean(row.get("is_deleted")) else "live"
     try:
-        return (normalize_email(clean_email(str(row.get("email") or ""))),)
+        return normalize_email(clean_email(str(row.get("email") or ""))), alive
     except InvalidEmail:
-        return ("<invalid>",)
+        return "<invalid>", alive
 
 
 _FRIEND = {"rejected": "declined", "cancelled": "canceled"}
@@ -44,7 +46,8 @@ _FRIEND = {"rejected": "declined", "cancelled": "canceled"}
 # table -> (legacy key fields, the new side's SQL over ids answering (id, fields...), the status field's index)
 Compare = tuple[Callable[[dict[str, Any]], tuple[Any, ...]], str, int | None]
 COMPARES: dict[str, Compare] = {
-    "users": (_email, "SELECT id, email_normalized FROM iam.user_account WHERE id = ANY(%(ids)s)", None),
+    "users": (_user, "SELECT id, email_normalized, CASE WHEN status = 'deleted' THEN 'deleted' ELSE 'live' END "
+                     "FROM iam.user_account WHERE id = ANY(%(ids)s)", 1),
     "user_profiles": (lambda r: (clean_text(r.get("nickname"), 200),),
                       "SELECT id, username FROM social.profiles WHERE id = ANY(%(ids)s)", None),
     "friend_requests": (lambda r: (_FRIEND.get(s := str(r.get("status") or "").strip().lower(), s),),
