@@ -500,6 +500,11 @@ def demo() -> None:
         console.print(line)
 
 
+from tenet.cli_social import social_app  # noqa: E402 (its commands reach back into this module lazily)
+
+app.add_typer(social_app, name="social")
+
+
 def main() -> None:
     try:
         app()

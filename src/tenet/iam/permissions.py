@@ -65,3 +65,4 @@ class Scope(StrEnum):
 
     RESERVATIONS_INGEST = "reservations:ingest"
     RESERVATIONS_READ = "reservations:read"
+    SOCIAL_CUTOVER_READ = "social:cutover:read"  # a gateway asking which side a user reads from (issue 20)

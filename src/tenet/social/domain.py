@@ -9,7 +9,7 @@ DOMAIN = Domain(
     settings=SocialSettings,
     modules=("tenet.social.models", "tenet.social.invariants", "tenet.social.lifecycles"),
     api="tenet.social.api",
-    jobs=("tenet.social.tasks",),
+    jobs=("tenet.social.tasks", "tenet.social.legacy.tasks"),
     events="tenet.social.events",
     locks=(
         "iam.user_account FOR SHARE (the other accounts a command writes for, id order; identity's helper)",

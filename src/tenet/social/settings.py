@@ -34,3 +34,7 @@ class SocialSettings(BaseSettings):
         180, ge=1, validation_alias=env("TENET_SOCIAL_INBOX_RETENTION_DAYS"))
     calendar_feed_limit: RateSetting = Field(
         Rate.parse("120/hour"), validation_alias=env("TENET_CALENDAR_FEED_LIMIT"))
+    # The social-app cut-over (issue 20, docs/legacy-social.md): the worker applies the legacy change log every
+    # minute while this is on; the log is in the legacy database (default: Tenet's own).
+    social_legacy_sync: bool = Field(False, validation_alias=env("TENET_SOCIAL_LEGACY_SYNC"))
+    social_legacy_url: str | None = Field(None, validation_alias=env("TENET_SOCIAL_LEGACY_URL"))

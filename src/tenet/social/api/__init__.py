@@ -8,7 +8,7 @@ are theirs alone: anyone else's answer 404. API clients get 403 (these routes ar
 
 from __future__ import annotations
 
-from tenet.social.api import automations, friendships, groups, inbox, items, profile, todos
+from tenet.social.api import automations, cutover, friendships, groups, inbox, items, profile, todos
 from tenet.social.api._common import TAG
 from tenet.social.permissions import permission_table_markdown
 
@@ -25,4 +25,4 @@ OPENAPI_TAGS = [{"name": TAG, "description": TAG_DESCRIPTION}]
 
 # In the order of the paths in the OpenAPI document; the public feed last.
 ROUTERS = [profile.router, friendships.router, groups.router, items.router, inbox.router, todos.router,
-           automations.router, profile.feed_router]
+           automations.router, cutover.router, profile.feed_router]
