@@ -2,7 +2,7 @@
 map, the change log the legacy triggers write, the difference log, the read switch
 
 Revision ID: 7c3e9a1d5b20
-Revises: 8b4f2d6a1c37 (web_sessions)
+Revises: 8b4f2d6a1c37 (legacy_import)
 Create Date: 2026-12-03 01:00:00+00:00
 """
 from __future__ import annotations
