@@ -75,17 +75,18 @@ class DatabaseMachine(RuleBasedStateMachine):
 
 
 def run_machine(commands: type[RuleBasedStateMachine], database_url: str, outcomes: Counter[str], *,
-                max_examples: int, steps: int) -> None:
+                max_examples: int, steps: int, derandomize: bool = False) -> None:
     """Run `commands` (a state machine whose steps use the class attributes `loop` and `engine`) with a fresh
     event loop and a one-connection engine; `outcomes` is cleared first and printed after the run, for the
-    caller's assertions on what the run explored."""
+    caller's assertions on what the run explored. `derandomize`: the same sequences on every run (a seed from the
+    test's name), for a caller that asserts the exploration reached rare outcomes."""
     loop = asyncio.new_event_loop()
     engine = make_engine(database_url, pool_size=1, max_overflow=0, application_name="tenet-property")
     machine = type("Machine", (commands,), {"loop": loop, "engine": engine})
     outcomes.clear()
     try:
         run_state_machine_as_test(machine, settings=settings(
-            max_examples=max_examples, stateful_step_count=steps, deadline=None,
+            max_examples=max_examples, stateful_step_count=steps, deadline=None, derandomize=derandomize,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ))
     finally:
