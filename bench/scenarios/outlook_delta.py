@@ -527,7 +527,8 @@ def measure(args: Any) -> dict[str, Any]:
         database.close()
     return {"scenario": "outlook_delta", "description": DESCRIPTION,
             "started_at": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"), "database": database.mode,
-            "cpu_count": os.cpu_count(), "items": items, "series": series, "occurrences": OCCURRENCES,
+            "cpu_count": os.cpu_count(), "load_average": [round(v, 1) for v in os.getloadavg()], "items": items,
+            "series": series, "occurrences": OCCURRENCES,
             "singles": len(made["singles"]), "page_size": page, "bound_series": bound_series,
             "bound_singles": len(bound_single_events), "changed": len(picks), "bound_changed": BOUND_CHANGED,
             "candidates": candidates, "writes_to_events": writes, **results}
@@ -555,7 +556,8 @@ def table(results: dict[str, Any]) -> str:
         f"## outlook_delta: {results['description']}", "",
         f"Run {results['started_at']}: {results['items']:,} items in the window ({results['series']} weekly series "
         f"of {results['occurrences']} occurrences, {results['singles']:,} single events), pages of "
-        f"{results['page_size']}, {results['cpu_count']} CPUs, {results['database']} database. Candidates: "
+        f"{results['page_size']}, {results['cpu_count']} CPUs (load average at the end "
+        f"{results['load_average']}), {results['database']} database. Candidates: "
         f"{results['candidates']['tenet']:,} (Tenet), {results['candidates']['baseline']:,} (baseline).", "",
         "| Full delta round | Tenet | bare loop | Tenet / bare |",
         "| --- | ---: | ---: | ---: |",
@@ -580,8 +582,7 @@ def table(results: dict[str, Any]) -> str:
         f"| Items/s | {_rate(inc_items, inc['seconds'])} | {_rate(bare_inc['result']['events'], bare_inc['seconds'])} "
         f"| {_ratio(bare_inc['seconds'], inc['seconds'])} |",
         f"| Graph requests | {inc['graph_requests']} | {bare_inc['graph_requests']} | |",
-        f"| Bindings synced in the round | {inc['result'].get('created', 0) + inc['result'].get('updated', 0)} "
-        "meetings changed | n/a | |",
+        f"| Meetings updated by the round's binding syncs | {inc['result'].get('updated', 0)} | n/a | |",
         f"| Process CPU (s) | {_cpu(inc['cpu_s'])} | {_cpu(bare_inc['cpu_s'])} | "
         f"{_ratio(inc['cpu_s'], bare_inc['cpu_s'])} |",
         f"| PostgreSQL CPU (s) | {_cpu(inc['postgresql_cpu_s'])} | {_cpu(bare_inc['postgresql_cpu_s'])} | "
