@@ -22,24 +22,6 @@ BAD_DATE = {"guest_name": "Ada Guest", "arrival_date": "2026-02-30", "departure_
             "room_type": "KING", "adults": 2}
 
 
-@pytest.fixture
-async def watched(browser):
-    """Browser contexts whose pages record CSP violations (console messages naming the policy)."""
-    contexts = []
-    violations: list[str] = []
-
-    async def open_page(**options):
-        context = await browser.new_context(**options)
-        contexts.append(context)
-        page = await context.new_page()
-        page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
-        return page
-
-    yield open_page, violations
-    for context in contexts:
-        await context.close()
-
-
 def _admin(server, token: str, method: str, path: str, body: dict | None = None) -> httpx.Response:
     response = httpx.request(method, f"{server.url}{path}", headers={"Authorization": f"Bearer {token}"}, json=body)
     assert response.status_code in (200, 201, 204), response.text

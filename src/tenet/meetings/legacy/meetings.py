@@ -29,7 +29,7 @@ from tenet.meetings.legacy.source import BadValue, instant, text_or_none, whole_
 from tenet.meetings.models import MEETING_ID_PATTERN, Meeting, MeetingQrCode, MeetingRequiredAttendee, MeetingSeries
 from tenet.meetings.service import new_meeting_id
 
-RRULE = re.compile(r"^FREQ=(DAILY|WEEKLY|MONTHLY|YEARLY)(;[A-Z]+=[A-Za-z0-9,:+-]+)*$")
+RRULE = re.compile(r"^FREQ=(DAILY|WEEKLY|MONTHLY|YEARLY)(;[A-Z]+=[A-Za-z0-9,:+-]+)*\Z")
 LIMITS = {"description": 10000, "location": 500, "city": 100}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from tenet.meetings.legacy.schema import OPTIONAL, REQUIRED
 
 CHUNK = 500
-_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?\Z")
 
 
 class NotALegacyFile(ValueError):
