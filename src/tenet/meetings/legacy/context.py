@@ -8,16 +8,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tenet.meetings.legacy.engine import Refused
+from tenet.meetings.service import MeetingPolicy
 
 
 @dataclass(frozen=True)
-class Defaults:
-    timezone: str = "America/Los_Angeles"
-    late_grace_minutes: int = 5
-    checkin_opens_minutes: int = 30
-    public_base_url: str = "http://127.0.0.1:8000"
+class Defaults(MeetingPolicy):
+    """The meeting commands' policy, plus how long guests' data is kept (imported guests past it are erased)."""
+
     guest_retention_days: int = 90
-    series_max_occurrences: int = 500
 
 
 @dataclass

@@ -49,10 +49,7 @@ RECORD_RUN = """
 def defaults_from(settings: BaseSettings) -> Defaults:
     policy = MeetingPolicy.from_settings(settings)
     own = section(settings, MeetingSettings)
-    return Defaults(timezone=policy.default_timezone, late_grace_minutes=policy.late_grace_minutes,
-                    checkin_opens_minutes=policy.checkin_opens_minutes, public_base_url=policy.public_base_url,
-                    guest_retention_days=own.guest_data_retention_days,
-                    series_max_occurrences=policy.series_max_occurrences)
+    return Defaults(**vars(policy), guest_retention_days=own.guest_data_retention_days)
 
 
 async def unusable_password_hash(settings: BaseSettings) -> str:

@@ -91,7 +91,7 @@ class Series:
         minutes = int((end - start).total_seconds() // 60)
         if not 1 <= minutes <= 10080:
             raise Refused("an occurrence must last 1 minute to 7 days")
-        zone = zone_of(row.get("timezone"), self.ctx.defaults.timezone)
+        zone = zone_of(row.get("timezone"), self.ctx.defaults.default_timezone)
         organizer = self.ctx.user(row.get("organizerId") or row.get("createdById"), "organizer")
         local = start.astimezone(times.zone(zone))
         return Plan({**descriptive(row), "timezone": zone, "rrule": rule, "start_date": local.date().isoformat(),
@@ -177,7 +177,7 @@ class Meetings:
         key = str(row["id"])
         start, end, extra = self._times(row)
         notes: list[str] = []
-        zone = zone_of(row.get("timezone"), self.ctx.defaults.timezone)
+        zone = zone_of(row.get("timezone"), self.ctx.defaults.default_timezone)
         organizer = self.ctx.user(row.get("organizerId") or row.get("createdById"), "organizer")
         fields, minutes = descriptive(row), grace(row, self.ctx.defaults.late_grace_minutes)
         series, zone = self._series(row, key, start, zone, notes)  # last: a refused row takes no occurrence date
