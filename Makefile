@@ -17,7 +17,7 @@ NGINX := /usr/sbin/nginx
 # The scale-out tests run Debian's PgBouncer (transaction pooling) in front of the test database.
 PGBOUNCER := /usr/sbin/pgbouncer
 
-.PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots pgbouncer
+.PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots pgbouncer property-explore
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -84,6 +84,11 @@ WIDE_FUZZ_FILES := tests/iam/test_api_fuzz.py tests/workspaces/test_api_fuzz.py 
 fuzz-wide: $(TEST_STAMP)
 	FUZZ_WIDE_EXAMPLES=$(WIDE_EXAMPLES) $(BIN)/python -m pytest -n auto -k "widened or every_operation" \
 	  $(PYTEST_ARGS) $(WIDE_FUZZ_FILES)
+
+## The stateful property tests on fresh random command sequences (make test replays fixed ones): hunts new
+## failures; a coverage assertion failing here only means the run should explore longer
+property-explore: $(TEST_STAMP)
+	TENET_PROPERTY_EXPLORE=1 $(BIN)/python -m pytest -n auto $(PYTEST_ARGS) tests/property
 
 ## The console's screenshots in docs/console/, taken by its page tests in real Chromium (issue 18)
 screenshots: $(TEST_STAMP) $(CHROMIUM)

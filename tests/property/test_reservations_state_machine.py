@@ -334,7 +334,7 @@ def test_random_command_sequences_keep_every_reservation_rule(database_url):
     # Derandomized: the coverage asserted below (a task left EXECUTING on a failed operation needs a failure drawn
     # between a confirm and an execute) was missed by one random run in the full suite; the same sequences every
     # run keep the assertion meaningful without making it flaky.
-    run_machine(ReservationCommands, database_url, OUTCOMES, max_examples=40, steps=40, derandomize=True)
+    run_machine(ReservationCommands, database_url, OUTCOMES, max_examples=40, steps=40)
     assert OUTCOMES["ok"] > 0 and OUTCOMES["replayed"] > 0, OUTCOMES
     # The run drew refusals, not only successes. Which ones a random run draws varies (TASK_BLOCKED needs a
     # confirm on a queue whose earlier task is unfinished); each refusal has its own deterministic test in

