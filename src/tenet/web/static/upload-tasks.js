@@ -10,7 +10,6 @@
   function wire(list) {
     const message = document.getElementById(list.dataset.message || "upload-message");
     if (!message) { return; }
-    const maxBytes = Number(list.dataset.maxBytes || "0");
 
     function say(text) {
       message.textContent = text;
@@ -31,6 +30,7 @@
       const progress = form.querySelector("progress");
       const button = form.querySelector('button[type="submit"]');
       if (!file || !file.files || file.files.length === 0) { return; }
+      const maxBytes = Number(list.dataset.maxBytes || "0");
       if (maxBytes > 0 && file.files[0].size > maxBytes) {
         say(list.dataset.tooLarge || "");
         return;
