@@ -28,6 +28,7 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
 from babel.support import NullTranslations, Translations
+from babel.units import format_unit
 
 LANGUAGES = ("en", "zh-CN")
 DEFAULT = "en"
@@ -131,6 +132,17 @@ class Formats:
 
     def number(self, value: int | float) -> str:
         return format_decimal(value, locale=self.locale)
+
+    def size(self, value: int) -> str:
+        """A file's size as the language writes it, in binary steps (209,715,200 bytes: "200 MB")."""
+        if value < 1024:
+            return format_unit(value, "digital-byte", length="long", locale=self.locale)
+        amount, unit = value / 1024, "digital-kilobyte"
+        for bigger in ("digital-megabyte", "digital-gigabyte"):
+            if amount < 1024:
+                break
+            amount, unit = amount / 1024, bigger
+        return format_unit(amount, unit, length="short", format="#,##0.#", locale=self.locale)
 
     def when(self, value: dt.datetime, zone: str, viewer_zone: str | None) -> str:
         """A time in the meeting's zone (named), and in the viewer's zone beside it when the two differ."""

@@ -80,6 +80,13 @@ SENTENCES: dict[str, str] = {
     "OPERATION_NOT_FOUND": N_("This operation does not exist, or you may not see it."),
     "OPERATION_NOT_FAILED": N_("Only a failed operation can be retried."),
     "PRECONDITION_REQUIRED": N_("This form is incomplete; reload the page and try again."),
+    # A meeting's files (issue 18)
+    "ATTACHMENT_NOT_FOUND": N_("This file does not exist (any more), or you may not see it."),
+    "ATTACHMENT_NOT_OWN": N_("Only the person who uploaded this file, or a manager of the meeting, may delete it."),
+    "ATTACHMENT_CATEGORY_INVALID": N_("Choose one of the listed categories."),
+    "ATTACHMENT_NOT_DELETED": N_("This file is not deleted."),
+    "ATTACHMENT_RESTORE_WINDOW_PASSED": N_("This file was deleted too long ago to be restored."),
+    "ATTACHMENT_PARENT_DELETED": N_("The agenda item of this file is deleted; restore it first."),
 }
 GENERAL = N_("The request was refused.")
 

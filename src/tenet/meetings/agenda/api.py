@@ -320,6 +320,14 @@ async def upload_to_item(request: Request, principal: Principal, item_id: uuid.U
                          "OTHER).")
 @streams_body
 async def upload_meeting_attachment(meeting_id: str, principal: CurrentUser, request: Request) -> Response:
+    answer = await upload_to_meeting(request, principal, meeting_id)
+    return json_response(answer, status_code=201, headers={"Location": answer.download_url})
+
+
+async def upload_to_meeting(request: Request, principal: Principal, meeting_id: str,
+                            fields: tuple[str, ...] = (), check: Any = None) -> MeetingAttachmentRead:
+    """A meeting-level upload, as the API's route and the console's files page both run it (`check` as
+    `upload_to_item`'s: the console's CSRF field, after the body, before anything is stored)."""
     if not principal.can(Permission.ATTACHMENT_UPLOAD_ANY):
         raise PermissionDenied(f"Requires the permission {Permission.ATTACHMENT_UPLOAD_ANY.value}",
                                permission=Permission.ATTACHMENT_UPLOAD_ANY.value)
@@ -330,8 +338,10 @@ async def upload_meeting_attachment(meeting_id: str, principal: CurrentUser, req
         raise meeting_errors.MeetingCancelled(meeting_id=meeting_id)
     own = _own(request)
     received = await uploads.receive(request, temp_dir=storage.temp_dir(request.app.state.settings),
-                                     max_bytes=own.meeting_attachment_max_bytes, fields=("category",))
+                                     max_bytes=own.meeting_attachment_max_bytes, fields=("category", *fields))
     try:
+        if check is not None:
+            check(received)
         category = received.fields.get("category") or None
         if category is not None and category not in ATTACHMENT_CATEGORIES:
             raise errors.AttachmentCategoryInvalid(allowed=list(ATTACHMENT_CATEGORIES))
@@ -342,9 +352,8 @@ async def upload_meeting_attachment(meeting_id: str, principal: CurrentUser, req
     stored = await _store(request, "meeting", received, now)
     row = await _commit(request, stored, lambda session: attachments.record_meeting_attachment(
         session, meeting_id=meeting_id, category=category, stored=stored, principal=principal, now=now))
-    answer = MeetingAttachmentRead.model_validate(_attachment_answer(row, "meeting", meeting_id=meeting_id,
-                                                                     category=category))
-    return json_response(answer, status_code=201, headers={"Location": answer.download_url})
+    return MeetingAttachmentRead.model_validate(_attachment_answer(row, "meeting", meeting_id=meeting_id,
+                                                                   category=category))
 
 
 _DOWNLOAD: dict[int | str, dict[str, Any]] = {
@@ -357,7 +366,8 @@ _DOWNLOAD: dict[int | str, dict[str, Any]] = {
 }
 
 
-async def _download(request: Request, principal: Principal, kind: str, attachment_id: uuid.UUID) -> Response:
+async def download(request: Request, principal: Principal, kind: str, attachment_id: uuid.UUID) -> Response:
+    """A file's download (Range answered), as the API's routes and the console's files page both answer it."""
     row = await queries.download(reads(request), kind=kind, attachment_id=attachment_id, principal=principal)
     return await downloads.answer(request, storage.of(request.app.state), key=row["storage_path"],
                                   filename=row["filename"], mime_type=row["mime_type"], size=row["size"],
@@ -367,13 +377,13 @@ async def _download(request: Request, principal: Principal, kind: str, attachmen
 @router.get("/attachments/agenda-item/{attachment_id}/download", responses=_DOWNLOAD, response_class=Response,
             summary="Download an item file (participants; Range answered)")
 async def download_item_attachment(attachment_id: uuid.UUID, principal: Downloader, request: Request) -> Response:
-    return await _download(request, principal, "agenda-item", attachment_id)
+    return await download(request, principal, "agenda-item", attachment_id)
 
 
 @router.get("/attachments/meeting/{attachment_id}/download", responses=_DOWNLOAD, response_class=Response,
             summary="Download a meeting file (participants; Range answered)")
 async def download_meeting_attachment(attachment_id: uuid.UUID, principal: Downloader, request: Request) -> Response:
-    return await _download(request, principal, "meeting", attachment_id)
+    return await download(request, principal, "meeting", attachment_id)
 
 
 @router.delete("/attachments/agenda-item/{attachment_id}", status_code=204,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -52,11 +53,10 @@ def _same(given: object, expected: str) -> bool:
     return isinstance(given, str) and hmac.compare_digest(given, expected)
 
 
-@router.post("/agenda-items/{item_id}/upload", max_body_size=agenda_api.BODY_CEILING)
-@streams_body
-async def upload(request: Request, item_id: uuid.UUID) -> Response:
-    viewer = await console.signed_in(request)
-    principal = _principal(viewer)
+def upload_guard(request: Request, viewer: Viewer) -> tuple[bool, Callable[[Any], None]]:
+    """The CSRF check of a streamed upload (this page's and the meeting's files page): the script's
+    `X-CSRF-Token` header is checked before the body is read; the plain form's `csrf_token` field by the returned
+    check, after the body and before anything is stored. The flag says whether the script sent it."""
     header = request.headers.get(CSRF_HEADER)
     if header is not None and not _same(header, viewer.csrf):
         raise CsrfRefused()  # before the body is read
@@ -65,7 +65,16 @@ async def upload(request: Request, item_id: uuid.UUID) -> Response:
         if header is None and not _same(received.fields.get(CSRF_FIELD), viewer.csrf):
             raise CsrfRefused()
 
+    return header is not None, check
+
+
+@router.post("/agenda-items/{item_id}/upload", max_body_size=agenda_api.BODY_CEILING)
+@streams_body
+async def upload(request: Request, item_id: uuid.UUID) -> Response:
+    viewer = await console.signed_in(request)
+    principal = _principal(viewer)
+    scripted, check = upload_guard(request, viewer)
     await agenda_api.upload_to_item(request, principal, item_id, fields=(CSRF_FIELD,), check=check)
-    if header is None:
+    if not scripted:
         return console.see_other(f"{PREFIX}/upload-tasks")
     return console.render(request, viewer, "meetings/upload_tasks_list.html", **await _tasks(request, viewer))
