@@ -80,6 +80,16 @@ SENTENCES: dict[str, str] = {
     "OPERATION_NOT_FOUND": N_("This operation does not exist, or you may not see it."),
     "OPERATION_NOT_FAILED": N_("Only a failed operation can be retried."),
     "PRECONDITION_REQUIRED": N_("This form is incomplete; reload the page and try again."),
+    # The agenda editor (issue 18)
+    "AGENDA_SECTION_NOT_FOUND": N_("This section of the agenda does not exist (any more)."),
+    "AGENDA_ITEM_NOT_FOUND": N_("This item of the agenda does not exist (any more)."),
+    "AGENDA_ORDER_MISMATCH": N_("Someone else changed the agenda in the meantime. Here is what it is now; "
+                                "move the item again if it is still needed."),
+    "PRESENTER_NOT_FOUND": N_("The presenter must be a person with an active account."),
+    "UPLOAD_TASK_NOT_FOUND": N_("This upload task does not exist (any more)."),
+    "UPLOAD_TASK_NOT_PENDING": N_("This upload task is no longer waiting for an upload."),
+    "UPLOAD_TASK_ALREADY_PENDING": N_("This person already has an upload task waiting on this item."),
+    "UPLOAD_TASK_ASSIGNEE_INVALID": N_("Only an active participant of the meeting can be given an upload task."),
 }
 GENERAL = N_("The request was refused.")
 
