@@ -81,7 +81,9 @@ class LiveServer(LiveProcess):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def wait_ready(self, timeout: float = 60.0) -> LiveServer:
+    def wait_ready(self, timeout: float = 150.0) -> LiveServer:
+        # Generous: a cold start imports the whole app (about 3 s on a quiet machine), but on a loaded 2-core
+        # runner it has taken over 60 s; a server that exits is reported at once anyway.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.process is not None
