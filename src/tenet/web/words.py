@@ -87,6 +87,16 @@ SENTENCES: dict[str, str] = {
     "ATTACHMENT_NOT_DELETED": N_("This file is not deleted."),
     "ATTACHMENT_RESTORE_WINDOW_PASSED": N_("This file was deleted too long ago to be restored."),
     "ATTACHMENT_PARENT_DELETED": N_("The agenda item of this file is deleted; restore it first."),
+    # The agenda editor (issue 18)
+    "AGENDA_SECTION_NOT_FOUND": N_("This section of the agenda does not exist (any more)."),
+    "AGENDA_ITEM_NOT_FOUND": N_("This item of the agenda does not exist (any more)."),
+    "AGENDA_ORDER_MISMATCH": N_("Someone else changed the agenda in the meantime. Here is what it is now; "
+                                "move the item again if it is still needed."),
+    "PRESENTER_NOT_FOUND": N_("The presenter must be a person with an active account."),
+    "UPLOAD_TASK_NOT_FOUND": N_("This upload task does not exist (any more)."),
+    "UPLOAD_TASK_NOT_PENDING": N_("This upload task is no longer waiting for an upload."),
+    "UPLOAD_TASK_ALREADY_PENDING": N_("This person already has an upload task waiting on this item."),
+    "UPLOAD_TASK_ASSIGNEE_INVALID": N_("Only an active participant of the meeting can be given an upload task."),
 }
 GENERAL = N_("The request was refused.")
 
