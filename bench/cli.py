@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from bench import cpu, report, scenario, sqllog, wrk
+from bench import cpu, openloop, report, scenario, sqllog, wrk
 from bench.services import BenchDatabase, ServiceProcess, log, start_baseline, start_tenet
 from tenet import __version__ as tenet_version
 from tenet.db.database import libpq_url
@@ -89,6 +89,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--show-sql", action="store_true",
                         help="before measuring, print the SQL PostgreSQL receives for one request to each side "
                              "(embedded database only); how to check a scenario's baseline_sql")
+    loop = parser.add_argument_group(
+        "open loop", "--open-loop: a fixed arrival rate stepped up until P95 passes the target (bench/openloop.py); "
+        "--duration is each step's length, --concurrency the generator's connections")
+    loop.add_argument("--open-loop", action="store_true",
+                      help="measure the capacity at a latency target instead of closed-loop throughput")
+    loop.add_argument("--rate-start", type=float, default=25.0, help="first arrival rate, requests/s (default 25)")
+    loop.add_argument("--rate-factor", type=float, default=1.25, help="rate multiplier per step (default 1.25)")
+    loop.add_argument("--target-p95", type=float, default=150.0, help="P95 target in ms (default 150, spec 000)")
+    loop.add_argument("--max-steps", type=int, default=30, help="steps at most per side (default 30)")
     return parser
 
 
@@ -183,10 +192,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _check_answers(baseline, module, context)
         if args.show_sql:
             sqllog.show(database, [(tenet, module.wrk_request(context)), (baseline, module.wrk_request(context))])
-        script = wrk.write_script(request, database.data_dir / "request.lua",
-                                  module.wrk_lua(context) if hasattr(module, "wrk_lua") else "")
-        tenet_result, tenet_cpu = _measure(tool, tenet, database, request, args, script)
-        baseline_result, baseline_cpu = _measure(tool, baseline, database, request, args, script)
+        if args.open_loop:
+            open_loop = _open_loop(module, context, tenet, baseline, args)
+        else:
+            script = wrk.write_script(request, database.data_dir / "request.lua",
+                                      module.wrk_lua(context) if hasattr(module, "wrk_lua") else "")
+            tenet_result, tenet_cpu = _measure(tool, tenet, database, request, args, script)
+            baseline_result, baseline_cpu = _measure(tool, baseline, database, request, args, script)
         # What the runs left in the database, read while it still runs (a write scenario's "nothing lost, nothing
         # doubled"): the scenario's optional `verify(context)`, reported beside `describe`. The baseline is stopped
         # first: its pools and Tenet's together can hold every connection the server allows.
@@ -199,7 +211,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 service.stop()
         database.close()
 
-    return {
+    found = {
         "scenario": args.scenario,
         "description": getattr(module, "DESCRIPTION", ""),
         "started_at": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -224,10 +236,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "baseline_sql": ([s["sql"] for s in baseline_plan["statements"]] if "statements" in baseline_plan
                          else f"{module.__name__}.baseline"),
         "baseline_autocommit": bool(getattr(module, "BASELINE_AUTOCOMMIT", False)),
-        "runs": {"tenet": {**tenet_result.to_dict(), "cpu": tenet_cpu},
-                 "baseline": {**baseline_result.to_dict(), "cpu": baseline_cpu}},
-        "ratios": report.ratios(tenet_result, baseline_result, tenet_cpu, baseline_cpu),
     }
+    if args.open_loop:
+        return {**found, "open_loop": open_loop}
+    return {**found, "runs": {"tenet": {**tenet_result.to_dict(), "cpu": tenet_cpu},
+                              "baseline": {**baseline_result.to_dict(), "cpu": baseline_cpu}},
+            "ratios": report.ratios(tenet_result, baseline_result, tenet_cpu, baseline_cpu)}
+
+
+def _open_loop(module: Any, context: Any, tenet: ServiceProcess, baseline: ServiceProcess,
+               args: argparse.Namespace) -> dict[str, Any]:
+    """Each request series of the scenario (`open_loop_series(context)`: name -> the requests sent in turn; else
+    its one request), Tenet's capacity then the baseline's, one after the other in this run."""
+    series = (module.open_loop_series(context) if hasattr(module, "open_loop_series")
+              else {"request": [module.wrk_request(context)]})
+    options = {"connections": args.concurrency, "start": args.rate_start, "factor": args.rate_factor,
+               "seconds": float(args.duration), "warmup": float(args.warmup), "target_p95_ms": args.target_p95,
+               "max_steps": args.max_steps}
+    found: dict[str, Any] = {"options": options, "series": {}}
+    for name, requests in series.items():
+        sides = {}
+        for service in (tenet, baseline):
+            log(f"open loop, {name}: {service.name} from {args.rate_start:g}/s, x{args.rate_factor:g} per "
+                f"{args.duration} s step, until P95 > {args.target_p95:g} ms")
+            sides[service.name] = openloop.capacity(service.base_url, requests, log=log, **options)
+            log(f"{name}: {service.name} held P95 <= {args.target_p95:g} ms up to "
+                f"{sides[service.name]['capacity_per_s']:,.1f} requests/s")
+        found["series"][name] = sides
+    return found
 
 
 def _stem(started_at: str, scenario_name: str) -> str:
@@ -247,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         json_path, md_path, table = report.write(results, _stem(started, args.scenario), module.table(results))
     else:
         results = run(args)
-        json_path, md_path, table = report.write(results, _stem(results["started_at"], args.scenario))
+        custom = openloop.table(results) if args.open_loop else None
+        json_path, md_path, table = report.write(results, _stem(results["started_at"], args.scenario), custom)
     print(table, end="")
     log(f"wrote {json_path.relative_to(report.RESULTS_DIR.parent.parent)} and "
         f"{md_path.relative_to(report.RESULTS_DIR.parent.parent)}")

@@ -30,7 +30,7 @@ from tenet.db.embedded import resolve_database_url
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
-READY_TIMEOUT = 60.0
+READY_TIMEOUT = 180.0  # a fresh embedded database, migrated, on two cores other processes share
 STOP_TIMEOUT = 25.0  # Tenet's uvicorn drains for up to 20 s (timeout_graceful_shutdown)
 
 

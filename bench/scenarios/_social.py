@@ -460,6 +460,12 @@ end
 """
 
 
+def open_loop_series(context: SocialContext, paths: tuple[str, ...]) -> dict[str, list[Request]]:
+    """For `--open-loop` (bench/openloop.py): each read path alone, its requests taking turns over the accounts."""
+    return {name: [Request(path=READ_PATHS[name].path, headers={"Authorization": f"Bearer {token}"})
+                   for _, token in context.users] for name in paths}
+
+
 def check(client: httpx.Client, service: str, context: SocialContext, paths: tuple[str, ...]) -> None:
     """Each path's first page for the first account: what Tenet lists must hold (a full page, due order, a
     non-empty window), and the baseline must list the same items in the same order."""

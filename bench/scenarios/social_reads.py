@@ -48,5 +48,9 @@ def wrk_lua(context: SocialContext) -> str:
     return _social.wrk_lua(context, PATHS)
 
 
+def open_loop_series(context: SocialContext) -> dict[str, list[Request]]:
+    return _social.open_loop_series(context, PATHS)
+
+
 def check(client: httpx.Client, service: str, context: SocialContext) -> None:
     _social.check(client, service, context, PATHS)

@@ -30,6 +30,7 @@ from tenet.kernel.http import (
 from tenet.kernel.outbox import OutboxDispatcher, install_delivery
 from tenet.kernel.ratelimit import RateLimiter
 from tenet.kernel.replica import ReadYourWritesMiddleware
+from tenet.kernel.route_index import install_route_index
 from tenet.kernel.settings import KernelSettings, section
 from tenet.observability import ObservabilityMiddleware, configure_logging
 from tenet.settings import Settings
@@ -140,6 +141,7 @@ def create_app(
         for router in domain.routers:
             app.include_router(router)
     app.include_router(account.fallback)  # last: a console address no page answers
+    install_route_index(app)  # after every route: matching by literal prefix, the same routes found
 
     # Added innermost first: a request passes Observability -> UnhandledError -> BodyLimit -> the routes.
     if settings.database_read_url:
