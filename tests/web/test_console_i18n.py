@@ -45,7 +45,8 @@ def test_every_msgid_has_a_chinese_msgstr_with_the_same_placeholders():
 
 
 def test_the_catalog_holds_nothing_the_code_no_longer_says():
-    stale = sorted(m.id for m in _catalog() if m.id and m.id not in _msgids())
+    used = _msgids()  # once: extracting the sources per catalog entry outlasted the timeout on a loaded machine
+    stale = sorted(m.id for m in _catalog() if m.id and m.id not in used)
     assert stale == []
 
 

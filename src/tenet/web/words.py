@@ -80,6 +80,11 @@ SENTENCES: dict[str, str] = {
     "OPERATION_NOT_FOUND": N_("This operation does not exist, or you may not see it."),
     "OPERATION_NOT_FAILED": N_("Only a failed operation can be retried."),
     "PRECONDITION_REQUIRED": N_("This form is incomplete; reload the page and try again."),
+    # Password reset (issue 20)
+    "RESET_TOKEN_INVALID": N_("This link does not work any more: it was used, it expired, or the password was "
+                              "set meanwhile. Ask for a new link."),
+    "PASSWORD_TOO_WEAK": N_("This password is too weak: use at least 10 characters, and not your email address."),
+    "PASSWORDS_DIFFER": N_("The two passwords differ: type the same password twice."),
 }
 GENERAL = N_("The request was refused.")
 
