@@ -411,6 +411,58 @@ def create_admin(
     console.print(f"{email} ({user_id}) {verb}")
 
 
+def _read_new_password() -> str:
+    """The password from a hidden prompt (typed twice) on a terminal, else the first line of stdin; never argv,
+    where other users' `ps` and the shell's history would see it."""
+    if sys.stdin.isatty():
+        return str(typer.prompt("New password", hide_input=True, confirmation_prompt=True))
+    return sys.stdin.readline().rstrip("\r\n")
+
+
+@users_app.command("set-password")
+def set_password(email: Annotated[str, typer.Argument(help="The account's sign-in email")]) -> None:
+    """Set an account's password (read from a prompt, or from stdin: `... | tenet users set-password E`). Every
+    sign-in of the account ends (tokens, console sessions, reset links). For imported people, see
+    docs/legacy-meeting-attendance.md (they can also set it themselves: the sign-in page's reset link)."""
+    from tenet.db.database import Database
+    from tenet.iam import errors as iam_errors
+    from tenet.iam import password_reset, service
+    from tenet.iam.passwords import Passwords
+    from tenet.kernel.audit import Actor
+    from tenet.kernel.clock import SystemClock
+    from tenet.kernel.errors import DomainError
+
+    settings = _settings()
+    iam = section(settings, IamSettings)
+    load_all()
+    password = _read_new_password()
+    url = _database_url(settings)
+
+    async def go() -> str:
+        db = Database.from_url(url, pool_size=1, max_overflow=0, watch_outages=False,
+                               prepare=settings.server_side_prepare)
+        passwords = Passwords(time_cost=iam.password_hash_time_cost, memory_kib=iam.password_hash_memory_kib)
+        try:
+            async with db.unit_of_work() as session:
+                user = await service.find_user_by_email(session, email)
+                if user is None:
+                    raise iam_errors.UserNotFound(f"No account with the email {email!r}")
+                hashed = await password_reset.new_hash(passwords, password=password, email=user.email)
+                await password_reset.set_password(session, user_id=user.id, password_hash=hashed,
+                                                  now=SystemClock().now(), actor=Actor.system())
+                return str(user.id)
+        finally:
+            await db.dispose()
+
+    try:
+        with _reaching(url):
+            user_id = _run(go())
+    except DomainError as exc:
+        console.print(f"[red]{exc.code}[/red]: {exc.detail}")
+        raise typer.Exit(2) from None
+    console.print(f"{email} ({user_id}): password set; every earlier sign-in of the account has ended")
+
+
 @invariants_app.command("list")
 def invariants_list() -> None:
     """Print the catalog as a table."""

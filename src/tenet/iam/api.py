@@ -9,10 +9,11 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request, Response, status
+from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.deps import NowDep, SessionDep, SettingsDep, client_address, reads
-from tenet.iam import errors, queries, service, signin
+from tenet.iam import errors, password_reset, queries, service, signin
 from tenet.iam.auth import CurrentPrincipal, require
 from tenet.iam.models import UserAccount
 from tenet.iam.permissions import ROLE_DESCRIPTIONS, Permission, Role
@@ -22,6 +23,8 @@ from tenet.iam.schemas import (
     ApiClientCreated,
     ApiClientRead,
     MeRead,
+    PasswordResetComplete,
+    PasswordResetRequest,
     RefreshRequest,
     RoleRead,
     RolesUpdate,
@@ -90,6 +93,39 @@ def _basic_client_credentials(request: Request) -> tuple[str, str] | None:
     except (binascii.Error, UnicodeDecodeError):
         raise errors.InvalidClient("Malformed Basic credentials") from None
     return (client_id, secret) if sep else None
+
+
+@auth_router.post(
+    "/password-reset", status_code=status.HTTP_202_ACCEPTED,
+    summary="Ask for a password-reset mail (public, rate limited per address asked for and per client address)",
+    description=(
+        "Always 202 with the same body, whether or not the address has an account (no account enumeration); an "
+        "active account gets a mail with a one-time link that works for `TENET_PASSWORD_RESET_TTL_MINUTES`. "
+        "Requests are counted per address asked for and per client address (`TENET_PASSWORD_RESET_LIMIT`): at "
+        "the limit, 429 with `Retry-After`."
+    ),
+    responses=problem_responses(422, 429),
+)
+async def ask_password_reset(body: PasswordResetRequest, request: Request, now: NowDep) -> Response:
+    await password_reset.ask(request.app.state, email=body.email, address=client_address(request), now=now)
+    return JSONResponse({"detail": "If the address has an account, a mail with a link to set the password is on "
+                                   "its way."}, status_code=status.HTTP_202_ACCEPTED, headers=NO_STORE)
+
+
+@auth_router.post(
+    "/password-reset/complete", status_code=status.HTTP_204_NO_CONTENT,
+    summary="Set a new password with the secret of a password-reset mail",
+    description=(
+        "The secret works once and until it expires; setting the password ends every sign-in of the account "
+        "(access and refresh tokens, console sessions) and spends its other reset secrets. 400 "
+        "RESET_TOKEN_INVALID for an unknown, used or expired secret; 422 PASSWORD_TOO_WEAK leaves it usable."
+    ),
+    responses=problem_responses(400, 422),
+)
+@not_idempotent
+async def complete_password_reset(body: PasswordResetComplete, request: Request, now: NowDep) -> Response:
+    await password_reset.finish(request.app.state, token=body.token, password=body.password, now=now)
+    return Response(status_code=status.HTTP_204_NO_CONTENT, headers=NO_STORE)
 
 
 @auth_router.post(

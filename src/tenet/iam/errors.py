@@ -22,6 +22,7 @@ class IamErrorCode(StrEnum):
     LAST_ADMINISTRATOR = "LAST_ADMINISTRATOR"
     USER_STATE_CONFLICT = "USER_STATE_CONFLICT"
     ACCOUNT_NOT_ACTIVE = "ACCOUNT_NOT_ACTIVE"
+    RESET_TOKEN_INVALID = "RESET_TOKEN_INVALID"
 
 
 class EmailInvalid(DomainError):
@@ -107,3 +108,10 @@ class AccountNotActive(DomainError):
     disabled or deleted: decided under the account's row lock, so a concurrent deletion cannot slip in."""
 
     status, code, title = 409, IamErrorCode.ACCOUNT_NOT_ACTIVE, "The account is not active"
+
+
+class ResetTokenInvalid(DomainError):
+    """The password-reset link is unknown, used, expired, or its account is no longer active: one answer for all,
+    so the link tells nothing about the account (tenet.iam.password_reset)."""
+
+    status, code, title = 400, IamErrorCode.RESET_TOKEN_INVALID, "The password-reset link is not valid any more"

@@ -156,3 +156,24 @@ class WebSession(Base):
     created_at: Mapped[datetime]
     expires_at: Mapped[datetime]
     revoked_at: Mapped[datetime | None]
+
+
+class PasswordReset(Base):
+    """A password-reset request (issue 20: imported accounts have no usable password): the mail carries a random
+    secret, the table only its digest. Single use (`used_at`), short-lived (`expires_at`); setting the password
+    spends every other outstanding request of the account too (tenet.iam.password_reset)."""
+
+    __tablename__ = "password_reset"
+    __table_args__ = (
+        CheckConstraint("token_digest ~ '^sha256:[0-9a-f]{64}$'", name="token_is_digest"),
+        CheckConstraint("expires_at > created_at", name="expires_after_created"),
+        Index("ix_password_reset_user_id", "user_id", postgresql_where=text("used_at IS NULL")),
+        {"schema": SCHEMA},
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid.uuid4)
+    user_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("iam.user_account.id", ondelete="CASCADE"))
+    token_digest: Mapped[str] = mapped_column(Text, unique=True)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    used_at: Mapped[datetime | None]

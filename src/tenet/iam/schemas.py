@@ -66,6 +66,15 @@ class RefreshRequest(Strict):
     refresh_token: Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
+class PasswordResetRequest(Strict):
+    email: Annotated[str, StringConstraints(min_length=1, max_length=320)]
+
+
+class PasswordResetComplete(Strict):
+    token: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    password: Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+
+
 class ApiClientCreate(Strict):
     name: DisplayName
     scopes: list[Scope] = Field(min_length=1, max_length=10)

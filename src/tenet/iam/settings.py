@@ -30,3 +30,10 @@ class IamSettings(BaseSettings):
     registration_limit: RateSetting = Field(
         Rate.parse("20/hour"), validation_alias=env("TENET_REGISTRATION_LIMIT")
     )
+    # Password reset (issue 20): how long the mailed link works, and how many requests per address asked for and
+    # per client address (each request counts, whether or not the address has an account).
+    password_reset_ttl_minutes: int = Field(60, ge=5, le=24 * 60,
+                                            validation_alias=env("TENET_PASSWORD_RESET_TTL_MINUTES"))
+    password_reset_limit: RateSetting = Field(
+        Rate.parse("5/hour"), validation_alias=env("TENET_PASSWORD_RESET_LIMIT")
+    )

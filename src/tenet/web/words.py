@@ -97,6 +97,11 @@ SENTENCES: dict[str, str] = {
     "UPLOAD_TASK_NOT_PENDING": N_("This upload task is no longer waiting for an upload."),
     "UPLOAD_TASK_ALREADY_PENDING": N_("This person already has an upload task waiting on this item."),
     "UPLOAD_TASK_ASSIGNEE_INVALID": N_("Only an active participant of the meeting can be given an upload task."),
+    # Password reset (issue 20)
+    "RESET_TOKEN_INVALID": N_("This link does not work any more: it was used, it expired, or the password was "
+                              "set meanwhile. Ask for a new link."),
+    "PASSWORD_TOO_WEAK": N_("This password is too weak: use at least 10 characters, and not your email address."),
+    "PASSWORDS_DIFFER": N_("The two passwords differ: type the same password twice."),
 }
 GENERAL = N_("The request was refused.")
 
