@@ -14,6 +14,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import psycopg
@@ -33,6 +34,7 @@ from tenet.kernel.errors import KernelErrorCode
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 PASSWORD = "a long fuzzing password"
 TOKEN_IN_LINK = re.compile(r"/invitations/accept\?token=(wsi_[A-Za-z0-9_\-]+)")
+RESET_TOKEN_IN_LINK = re.compile(r"/console/password-reset/new\?token=([A-Za-z0-9_.~%\-]+)")
 # Answers that say a request never reached the rules it was aimed at: refused by the HTTP layer (parsing,
 # validation, authentication, permission points, idempotency keys, cursors), or naming nothing the caller
 # may see (a workspace hides itself with 404 from non-members; an unknown id or token). A 404
@@ -191,12 +193,13 @@ class LiveApi:
         assert invited.status_code == 201, invited.text
         return invited.json()["id"]
 
-    def mailed_tokens(self, email: str) -> list[str]:
-        """Tokens of the invitation mails to `email`, read from the outbox (the live server has no SMTP)."""
+    def mailed_tokens(self, email: str, link: re.Pattern[str] = TOKEN_IN_LINK) -> list[str]:
+        """Tokens of the invitation (or other `link`) mails to `email`, read from the outbox (the live server has
+        no SMTP)."""
         with psycopg.connect(self.database_url) as connection:
             bodies = connection.execute("SELECT body_text FROM kernel.email_outbox WHERE to_address = %s",
                                         (email,)).fetchall()
-        return [m.group(1) for (body,) in bodies if (m := TOKEN_IN_LINK.search(body))]
+        return [unquote(m.group(1)) for (body,) in bodies if (m := link.search(body))]
 
     def join(self, owner: dict[str, str], workspace_id: str, prefix: str, role: str) -> tuple[str, str]:
         """Someone new joins through an invitation as `role` (admin or member): (user id, email)."""
@@ -261,6 +264,14 @@ def identity_world(base_url: str, database_url: str, admin_token: str) -> World:
         for person in people[3:]:
             disabled = api.http.post(f"/iam/users/{person[0]}/disable", headers=admin)
             assert disabled.status_code == 200, disabled.text
+        # A live reset secret for each of two active people (a newer request spends the older ones of the same
+        # account), so completing a reset can succeed within the run; the first person keeps the sign-in below.
+        reset_tokens = []
+        for _, person_email, _ in people[1:3]:
+            asked = api.http.post("/auth/password-reset", json={"email": person_email})
+            assert asked.status_code == 202, asked.text
+            reset_tokens += api.mailed_tokens(person_email, RESET_TOKEN_IN_LINK)
+        assert len(reset_tokens) == 2, reset_tokens
         clients = []
         for name in ("Extractor", "Reporter"):
             client = api.http.post("/iam/api-clients", headers=admin,
@@ -274,8 +285,10 @@ def identity_world(base_url: str, database_url: str, admin_token: str) -> World:
     # some runs of 20 never did): one explicit sign-in of an active account shows the success path every run.
     sign_in = {"grant_type": "password", "username": emails[0], "password": PASSWORD}
     return World(headers=admin,
-                 known_good={"POST /api/v1/auth/token": [(sign_in, "application/x-www-form-urlencoded")]},
+                 known_good={"POST /api/v1/auth/token": [(sign_in, "application/x-www-form-urlencoded")],
+                             "POST /api/v1/auth/password-reset/complete": [
+                                 ({"token": reset_tokens[0], "password": PASSWORD}, "application/json")]},
                  path={"user_id": [user_id for user_id, _, _ in people], "api_client_id": clients},
                  body={"email": emails + [unique_email("new") for _ in range(12)], "username": emails,
-                       "password": [PASSWORD], "refresh_token": refresh_tokens,
+                       "password": [PASSWORD], "refresh_token": refresh_tokens, "token": reset_tokens,
                        "grant_type": ["password", "refresh_token", "client_credentials"]})
