@@ -25,6 +25,7 @@ from tenet.meetings.pages import (
 )
 from tenet.meetings.pages import console as console_pages
 from tenet.meetings.pages import outlook as outlook_pages
+from tenet.meetings.pages import reports as report_pages
 from tenet.meetings.pages import router as pages_router
 from tenet.meetings.permissions import TAG, TAG_DESCRIPTION
 
@@ -34,7 +35,8 @@ ROUTERS = (attendances.router, checkin.router, meetings.router, reports.router, 
            templates.router, agenda.router, pages_router, outlook.router,
            meeting_form.router, corrections.router, series_form.router, series_page.router,
            upload_tasks.router, cancel.router, audit_trail.router, meeting_templates.router, outlook_pages.router,
-           outlook_bindings.router, meeting_files.router, agenda_editor.router, console_pages.router)
+           outlook_bindings.router, meeting_files.router, agenda_editor.router, report_pages.router,
+           console_pages.router)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},
                 {"name": agenda_permissions.TAG, "description": agenda_permissions.TAG_DESCRIPTION},
                 {"name": outlook_permissions.TAG, "description": outlook_permissions.TAG_DESCRIPTION})
