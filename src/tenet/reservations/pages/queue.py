@@ -38,13 +38,15 @@ def _words(words: Mapping[str, str]) -> Callable[[str], str]:
 def waiting_rows(rows: list[Any], task_states: Mapping[str, str], order_states: Mapping[str, str], *, prefix: str,
                  short: Callable[[datetime], str]) -> Markup:
     """The waiting tasks' rows, written here rather than by a Jinja loop: each cell escaped once, the words looked
-    up in dicts escaped once per answer (a loop in the template cost more than the page's queries)."""
+    up in dicts escaped once per answer (a loop in the template cost more than the page's queries). Each link has
+    an id, so htmx puts the keyboard's focus back on it after the list is asked again."""
     task_word, order_word = _words(task_states), _words(order_states)
     desk = str(escape(prefix)) + "/desk"
     return Markup("".join(  # noqa: S704 (every cell escaped above; ids are ints)
-        f'<tr data-task="{w["task_id"]}"><td><a href="{desk}/tasks/{w["task_id"]}">#{w["task_id"]}</a></td>'
+        f'<tr data-task="{w["task_id"]}"><td><a id="open-task-{w["task_id"]}" href="{desk}/tasks/{w["task_id"]}">'
+        f'#{w["task_id"]}</a></td>'
         f'<td>{escape(w["task_card_type"])}</td><td>{task_word(w["task_status"])}</td>'
-        f'<td><a href="{desk}/orders/{w["order_id"]}">'
+        f'<td><a id="waiting-order-{w["task_id"]}" href="{desk}/orders/{w["order_id"]}">'
         f'{escape(w["order_business_key"] or w["temporary_order_code"] or "")}</a> '
         f'({order_word(w["order_status"])})</td><td>{escape(short(w["created_at"]))}</td></tr>\n'
         for w in rows))
@@ -63,7 +65,8 @@ def order_rows(rows: list[Any], order_states: Mapping[str, str], *, prefix: str,
             name += Markup(" · ") + o["display_name"]
         parts.append(
             f'<tr data-order="{o["id"]}" data-status="{escape(o["order_status"])}"><td>'
-            f'<a href="{desk}/orders/{o["id"]}">{name}</a></td><td>{order_word(o["order_status"])}</td>'
+            f'<a id="open-order-{o["id"]}" href="{desk}/orders/{o["id"]}">{name}</a></td>'
+            f'<td>{order_word(o["order_status"])}</td>'
             f'<td>{counts["pending_confirm"]}</td><td>{counts["ready"]}</td><td>{counts["executing"]}</td>'
             f'<td>{counts["completed"]}</td><td>{counts["failed"]}</td><td>{escape(short(o["updated_at"]))}</td></tr>\n')
     return Markup("".join(parts))  # noqa: S704 (every cell escaped above; ids and counts are ints)
