@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from itertools import pairwise
 
 import httpx
 import pytest
@@ -210,4 +211,85 @@ async def test_rooming_list_rows_are_added_and_removed_in_place(live_server, liv
     names = [await page.input_value(f"#field-rooming_list-{i}-guest_name") for i in range(2)]
     assert names == ["Bea", "Cleo"]
     await _shoot(page, "desk-rooming-list")
+    assert violations == []
+
+
+_FOCUSED = """() => {
+    const e = document.activeElement;
+    if (!e || e === document.body) return null;
+    const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+    const label = e.labels && e.labels.length ? e.labels[0].textContent : "";
+    return {id: e.id, tag: e.tagName, top: r.top + window.scrollY, bottom: r.bottom + window.scrollY,
+            left: r.left + window.scrollX,
+            name: (e.getAttribute("aria-label") || label || e.textContent || e.value || e.title || "").trim(),
+            ring: s.outlineStyle !== "none" && parseFloat(s.outlineWidth) > 0,
+            inMain: !!e.closest("main")};
+}"""
+
+
+async def _tab_through(page, until: str, limit: int = 80) -> list[dict]:
+    """Tab from the top of the page until the element `until` has the focus: what had the focus on the way."""
+    await page.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); }")
+    walked: list[dict] = []
+    for _ in range(limit):
+        await page.keyboard.press("Tab")
+        found = await page.evaluate(_FOCUSED)
+        if found is None:
+            continue
+        walked.append(found)
+        if found["id"] == until:
+            return walked
+    raise AssertionError(f"#{until} was not reached with Tab: {[w['id'] or w['name'][:20] for w in walked]}")
+
+
+def _follows_the_eye(walked: list[dict]) -> list[str]:
+    """The controls of the page's main part whose focus moves up to a line above, or left on the same line (boxes
+    that share some height are on one line: a label over a select and one over an input, side by side)."""
+    main = [w for w in walked if w["inMain"]]
+    wrong = []
+    for before, after in pairwise(main):
+        same_line = after["top"] < before["bottom"] and before["top"] < after["bottom"]
+        if (not same_line and after["bottom"] <= before["top"]) or (same_line and after["left"] < before["left"]):
+            wrong.append(f"{before['id'] or before['name'][:20]} -> {after['id'] or after['name'][:20]}")
+    return wrong
+
+
+@pytest.mark.xfail(reason="issue 19, open: Chromium shows no focus ring on the card's date inputs (computed outline "
+                          "none even with input[type=date]:focus in console.css); the queue part passes", strict=False)
+async def test_the_queue_and_the_card_work_with_the_keyboard_alone(live_server, live_admin_token, watched):
+    """Tab only: the focus follows the visual order, every control it reaches is labelled and shows the focus
+    ring, Enter opens the task from the queue and confirms the card."""
+    open_page, violations = watched
+    agent = _person(live_server, live_admin_token, "Kim Keys", ["ReservationAgent"])
+    hotel, client_token = _hotel(live_server, live_admin_token, agent)
+    [task] = _ingest(live_server, client_token, hotel, [_new_booking("CNFKEYS", {**BAD_DATE,
+                                                                                 "arrival_date": "2026-03-01"})])
+    page = await open_page(viewport={"width": 1280, "height": 900}, locale="en-US")
+    await _sign_in(page, live_server, agent["email"], f"/console/desk/hotels/{hotel}/orders")
+    await page.wait_for_selector(f"#waiting tr[data-task='{task['task_id']}']")
+
+    walked = await _tab_through(page, f"open-task-{task['task_id']}")
+    assert {"status", "q"} <= {w["id"] for w in walked}  # the filters come first, in order
+    assert [w for w in walked if not w["name"]] == [], "a control without a name"
+    assert [w["id"] or w["name"] for w in walked if not w["ring"]] == [], "a control without a focus ring"
+    assert _follows_the_eye(walked) == []
+    await page.wait_for_timeout(3500)  # the list is asked again (htmx): the focus stays on the link
+    assert await page.evaluate("() => document.activeElement.id") == f"open-task-{task['task_id']}"
+    await page.keyboard.press("Enter")
+    await page.wait_for_url(f"{live_server.url}/console/desk/tasks/{task['task_id']}")
+    await page.wait_for_selector("#card-form")
+
+    walked = await _tab_through(page, "confirm", limit=120)
+    reached = {w["id"] for w in walked}
+    controls = await page.eval_on_selector_all(
+        "#card-form input:not([type=hidden]):not([disabled]), #card-form select:not([disabled]), "
+        "#card-form textarea:not([disabled]), #card-form button:not([disabled])",
+        "els => els.filter(e => e.offsetParent !== null && e.tabIndex >= 0).map(e => e.id)")
+    assert [c for c in controls if c not in reached and c != "confirm"] == [], "a control Tab does not reach"
+    assert [w for w in walked if not w["name"]] == [], "a control without a name"
+    assert [w["id"] or w["name"] for w in walked if not w["ring"]] == [], "a control without a focus ring"
+    assert _follows_the_eye(walked) == []
+    await page.keyboard.press("Enter")
+    await page.wait_for_function("() => document.querySelector('#task-state')?.dataset.state === 'READY'",
+                                 timeout=15_000)
     assert violations == []

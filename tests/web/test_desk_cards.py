@@ -264,6 +264,32 @@ async def test_the_audit_timeline_shows_actor_action_and_changes(client, rsv, wo
     assert f"USER <code>{world.agent.id}</code>" in timeline.text
 
 
+async def test_the_audit_timeline_filters_to_one_task_of_the_order(client, rsv, world):
+    first, second = await _tasks(rsv, world, item(cn="CNF-AF", event=1), item(cn="CNF-AF", event=2))
+    await signed_in(client, world.agent.email)
+    page = await client.get(f"{DESK}/tasks/{first}")  # the second waits behind the first: only its creation
+    assert (await client.post(f"{DESK}/tasks/{first}/draft", data=_card_form(page.text))).status_code == 303
+    whole = await client.get(f"{DESK}/tasks/{first}/audit")
+    assert whole.status_code == 200, whole.text
+    shown = set(re.findall(r'class="only-task"[^>]*>#(\d+)<', whole.text))
+    assert shown == {str(first), str(second)}  # the order's timeline holds both tasks' events
+    assert f'id="filter-order" href="/console/desk/tasks/{first}/audit" aria-current="page"' in whole.text
+    assert 'data-action="reservation.order.created"' in whole.text
+    for task, other, action in ((first, second, "draft_saved"), (second, first, "created")):
+        only = await client.get(f"{DESK}/tasks/{first}/audit", params={"only": task})
+        assert only.status_code == 200, only.text
+        rows = re.findall(r'<tr data-action="([^"]+)"', only.text)
+        assert f"reservation.task.{action}" in rows and "reservation.order.created" not in rows
+        assert set(re.findall(r'class="only-task"[^>]*>#(\d+)<', only.text)) == {str(task)}
+        assert f">#{other}<" not in only.text and f'data-only="{task}"' in only.text
+        assert len(rows) < len(re.findall(r'<tr data-action="', whole.text))  # the order's own events are left out
+    other_order = await rsv.ingest_ok(world.ingest1, body("H1", [item(cn="CNF-ELSE")]))
+    stranger = other_order["items"][0]["task_id"]  # a task of another order shows nothing under this one
+    elsewhere = await client.get(f"{DESK}/tasks/{first}/audit", params={"only": stranger})
+    assert elsewhere.status_code == 200 and "Nothing recorded yet." in elsewhere.text
+    assert (await client.get(f"{DESK}/tasks/{first}/audit", params={"only": "x"})).status_code in (404, 422)
+
+
 async def test_another_hotels_ai_item_and_audit_are_404(client, rsv, world):
     answer = await rsv.ingest_ok(world.ingest2, body("H2", [item(cn="CNF-OTHER")]))
     task = answer["items"][0]["task_id"]

@@ -355,6 +355,9 @@ class Task(Base):
         Index("ix_rsv_task_open_queue", "hotel_id", "order_id", "execution_order",
               postgresql_where=text(
                   "queue_participation AND task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING')")),
+        Index("ix_rsv_task_open_by_age", "hotel_id", "created_at", "id",
+              postgresql_where=text(
+                  "queue_participation AND task_status IN ('PENDING_CONFIRM', 'READY', 'EXECUTING')")),
         Index("ix_rsv_task_status_updated", "hotel_id", "task_status", "updated_at"),
         Index("ix_rsv_task_source_message", "hotel_id", "source_message_id"),
         Index("ix_rsv_task_parent", "hotel_id", "parent_task_id", postgresql_where=text("parent_task_id IS NOT NULL")),

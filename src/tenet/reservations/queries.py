@@ -330,19 +330,25 @@ HOTEL_TASK_COUNTS_SQL = f"""
      GROUP BY h.hotel_id
 """
 
-# The first open queue task of each order of a hotel (the one an agent can work on now), oldest first: DISTINCT ON
-# reads the open-queue index (ix_rsv_task_open_queue) in order; only the rows shown join their order.
+# The first open queue task of each order of a hotel (the one an agent can work on now), oldest first: the open
+# tasks are read by age (ix_rsv_task_open_by_age) and each kept when no open task of its order comes before it
+# (ix_rsv_task_open_queue), so the scan stops after the rows shown whatever the hotel holds (a DISTINCT ON over
+# the open queue read every open task of the hotel); only the rows shown join their order.
 WAITING_TASKS_SQL = f"""
     SELECT h.hotel_id AS visible_hotel, w.* FROM {S}.hotel h
       LEFT JOIN LATERAL (
            SELECT f.*, o.order_status, o.order_business_key, o.temporary_order_code, o.display_name
-             FROM (SELECT DISTINCT ON (t.order_id) t.id AS task_id, t.order_id, t.task_card_type,
-                          t.system_task_type, t.task_status, t.created_at
+             FROM (SELECT t.id AS task_id, t.order_id, t.task_card_type, t.system_task_type, t.task_status,
+                          t.created_at
                      FROM {_T} t
                     WHERE t.hotel_id = h.hotel_id AND t.queue_participation AND t.task_status IN {_OPEN}
-                    ORDER BY t.order_id, t.execution_order) f
+                      AND NOT EXISTS (
+                          SELECT 1 FROM {_T} e
+                           WHERE e.hotel_id = t.hotel_id AND e.order_id = t.order_id AND e.queue_participation
+                             AND e.task_status IN {_OPEN} AND e.execution_order < t.execution_order)
+                    ORDER BY t.created_at, t.id LIMIT %(limit)s) f
              JOIN {_O} o ON o.hotel_id = h.hotel_id AND o.id = f.order_id
-            ORDER BY f.created_at, f.task_id LIMIT %(limit)s) w ON true
+            ORDER BY f.created_at, f.task_id) w ON true
      WHERE h.hotel_id = %(hotel_id)s AND {visible_sql("h.hotel_id")}
 """
 

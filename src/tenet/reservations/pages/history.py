@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from tenet.deps import reads
 from tenet.kernel.pagination import PageParams
@@ -55,14 +55,17 @@ async def ai_raw(request: Request, task_id: TaskId) -> Response:
 
 
 @router.get("/tasks/{task_id}/audit")
-async def audit_view(request: Request, task_id: TaskId) -> Response:
-    """The task's timeline and its order's, newest first (reservation:audit:read, as GET /audit-logs)."""
+async def audit_view(request: Request, task_id: TaskId,
+                     only: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None) -> Response:
+    """The order's timeline (its own events and each of its tasks'), newest first, or one task's alone (`only`: a
+    task of this order; GET /audit-logs' order_id and task_id filters together). reservation:audit:read, as the
+    API route."""
     viewer = await console.signed_in(request)
     caller = require(viewer, P.AUDIT_READ)
     task = await queries.task(reads(request), task_id=task_id, viewer=caller)
     page = PageParams(limit=AUDIT_ROWS)
     order_rows, _ = await queries.audit_logs(reads(request), viewer=caller, hotel_id=None, order_id=task["order_id"],
-                                            task_id=None, action=None, page=page)
+                                            task_id=only, action=None, page=page)
     zone = viewer.zone or request.app.state.settings.default_timezone
     timeline: list[dict[str, Any]] = [
         {**row, "before": json.dumps(row["before_snapshot"], ensure_ascii=False, default=str)
@@ -70,4 +73,4 @@ async def audit_view(request: Request, task_id: TaskId) -> Response:
          "after": json.dumps(row["after_snapshot"], ensure_ascii=False, default=str) if row["after_snapshot"] else ""}
         for row in order_rows]
     return console.render(request, viewer, "desk/audit.html", active="desk", task=task, timeline=timeline,
-                          short=short_time(zone), audit_rows=AUDIT_ROWS)
+                          only=only, short=short_time(zone), audit_rows=AUDIT_ROWS)
