@@ -80,6 +80,9 @@ SENTENCES: dict[str, str] = {
     "OPERATION_NOT_FOUND": N_("This operation does not exist, or you may not see it."),
     "OPERATION_NOT_FAILED": N_("Only a failed operation can be retried."),
     "PRECONDITION_REQUIRED": N_("This form is incomplete; reload the page and try again."),
+    # --- admin ---
+    "LAST_ADMINISTRATOR": N_("This is the last active administrator: give the role to someone else first."),
+    "USER_NOT_FOUND": N_("There is no account with this email."),
 }
 GENERAL = N_("The request was refused.")
 

@@ -11,6 +11,7 @@ from tenet.meetings.api import attendances, audit, checkin, meetings, reports, s
 from tenet.meetings.outlook import api as outlook
 from tenet.meetings.outlook import permissions as outlook_permissions
 from tenet.meetings.pages import (
+    administration,
     audit_trail,
     cancel,
     corrections,
@@ -18,6 +19,7 @@ from tenet.meetings.pages import (
     meeting_templates,
     outlook_bindings,
     series_form,
+    series_list,
     series_page,
     upload_tasks,
 )
@@ -32,7 +34,7 @@ ROUTERS = (attendances.router, checkin.router, meetings.router, reports.router, 
            templates.router, agenda.router, pages_router, outlook.router,
            meeting_form.router, corrections.router, series_form.router, series_page.router,
            upload_tasks.router, cancel.router, audit_trail.router, meeting_templates.router, outlook_pages.router,
-           outlook_bindings.router, console_pages.router)
+           outlook_bindings.router, administration.router, series_list.router, console_pages.router)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},
                 {"name": agenda_permissions.TAG, "description": agenda_permissions.TAG_DESCRIPTION},
                 {"name": outlook_permissions.TAG, "description": outlook_permissions.TAG_DESCRIPTION})
