@@ -94,7 +94,7 @@ async def edit_template(request: Request, template_id: str) -> Response:
             "label": values["label"] or None, "title": values["title"] or None,
             "duration_minutes": int(values["duration_minutes"]), "location": values["location"] or None,
             "city": values["city"] or None, "description": values["description"] or None,
-        }).model_dump()
+        }).model_dump(exclude_unset=True)
     except ValidationError as exc:
         field = str(exc.errors()[0]["loc"][0]) if exc.errors() and exc.errors()[0]["loc"] else "label"
         return _edit_form(request, viewer, template, values=values, version=version,
