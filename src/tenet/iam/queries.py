@@ -23,8 +23,11 @@ USER_SQL = f"""
 USERS_KEYSET = SqlKeyset(("u.created_at", "u.id"), (datetime, uuid.UUID))
 USERS_SQL = f"""
     SELECT {_USER_COLUMNS} FROM iam.user_account u
-     WHERE u.status <> 'deleted' AND {{after}} ORDER BY {{order}} LIMIT %(limit)s
+     WHERE u.status <> 'deleted' AND {{matching}} AND {{after}} ORDER BY {{order}} LIMIT %(limit)s
 """  # noqa: S608  (constants of this module)
+# The administration's search (issue 18): the text in the name or the email, case-insensitive, `%`, `_` and
+# backslash taken literally.
+USERS_MATCHING = r"(u.display_name ILIKE %(pattern)s ESCAPE '\' OR u.email_normalized ILIKE %(pattern)s ESCAPE '\')"
 
 
 async def user(reads: Runner, *, user_id: uuid.UUID) -> Row:
@@ -34,10 +37,15 @@ async def user(reads: Runner, *, user_id: uuid.UUID) -> Row:
     return row
 
 
-async def users(reads: Runner, *, page: PageParams) -> tuple[list[Row], str | None]:
-    """Accounts that are not deleted, oldest first."""
+async def users(reads: Runner, *, page: PageParams, text: str | None = None) -> tuple[list[Row], str | None]:
+    """Accounts that are not deleted, oldest first (with `text`: those whose name or email contains it)."""
     after, params = USERS_KEYSET.after(page)
-    rows = await reads.all(USERS_SQL.format(after=after, order=USERS_KEYSET.order_by),
+    cleaned = (text or "").strip()
+    if cleaned:
+        escaped = cleaned.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        params = {**params, "pattern": f"%{escaped}%"}
+    rows = await reads.all(USERS_SQL.format(matching=USERS_MATCHING if cleaned else "TRUE", after=after,
+                                            order=USERS_KEYSET.order_by),
                            {"limit": USERS_KEYSET.fetch_limit(page), **params})
     return USERS_KEYSET.page(rows, page, key=lambda r: (r["created_at"], r["id"]))
 

@@ -102,6 +102,9 @@ SENTENCES: dict[str, str] = {
                               "set meanwhile. Ask for a new link."),
     "PASSWORD_TOO_WEAK": N_("This password is too weak: use at least 10 characters, and not your email address."),
     "PASSWORDS_DIFFER": N_("The two passwords differ: type the same password twice."),
+    # --- admin ---
+    "LAST_ADMINISTRATOR": N_("This is the last active administrator: give the role to someone else first."),
+    "USER_NOT_FOUND": N_("There is no account with this email."),
 }
 GENERAL = N_("The request was refused.")
 

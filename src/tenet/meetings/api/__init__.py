@@ -11,6 +11,7 @@ from tenet.meetings.api import attendances, audit, checkin, meetings, reports, s
 from tenet.meetings.outlook import api as outlook
 from tenet.meetings.outlook import permissions as outlook_permissions
 from tenet.meetings.pages import (
+    administration,
     agenda_editor,
     audit_trail,
     cancel,
@@ -20,6 +21,7 @@ from tenet.meetings.pages import (
     meeting_templates,
     outlook_bindings,
     series_form,
+    series_list,
     series_page,
     upload_tasks,
 )
@@ -36,7 +38,7 @@ ROUTERS = (attendances.router, checkin.router, meetings.router, reports.router, 
            meeting_form.router, corrections.router, series_form.router, series_page.router,
            upload_tasks.router, cancel.router, audit_trail.router, meeting_templates.router, outlook_pages.router,
            outlook_bindings.router, meeting_files.router, agenda_editor.router, report_pages.router,
-           console_pages.router)
+           administration.router, series_list.router, console_pages.router)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},
                 {"name": agenda_permissions.TAG, "description": agenda_permissions.TAG_DESCRIPTION},
                 {"name": outlook_permissions.TAG, "description": outlook_permissions.TAG_DESCRIPTION})
