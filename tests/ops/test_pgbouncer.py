@@ -18,6 +18,7 @@ from datetime import timedelta
 import httpx
 import psycopg
 import pytest
+from ops.cluster import PgBouncer, ensure_pgbouncer, running_pgbouncer
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
@@ -36,7 +37,6 @@ from tests.support.cli import run_cli
 from tests.support.invariants import rules_hold
 from tests.support.live import LiveProcess, service_env
 from tests.support.outcomes import outcome
-from tests.support.pgcluster import PgBouncer, ensure_pgbouncer, running_pgbouncer
 from tests.support.users import PASSWORD, UserFactory
 
 CODES = CheckInCodes(TEST_SECRET, 30)
