@@ -31,6 +31,8 @@ NGINX = "/usr/sbin/nginx"
 DATABASE = "tenet"
 NAMESPACE_PREFIX = "tenet-soak-"
 API_PORT = 8000
+# A health probe that takes longer than this counts as failed (a starved host is as good as down to a client).
+HEALTH_TIMEOUT = 5.0
 METRICS_TOKEN = "soak-metrics-token-0123456789abcdef"
 SECRET = "soak-secret-key-0123456789abcdef0123456789abcdef"
 
@@ -143,7 +145,7 @@ class Managed:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
-                self.process.wait(20)
+                self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
@@ -303,7 +305,7 @@ http {{
 """)
 
     def _health_loop(self) -> None:
-        with httpx.Client(timeout=1.0) as client:
+        with httpx.Client(timeout=HEALTH_TIMEOUT) as client:
             while not self._health_stop.wait(0.5):
                 changed = False
                 for ns in self.namespaces:
@@ -326,7 +328,7 @@ http {{
             if api.process.poll() is not None:
                 raise RuntimeError(f"{api.name} exited with {api.process.returncode}: see {api.log_path}")
             try:
-                if httpx.get(f"http://{ns.inside}:{API_PORT}/readyz", timeout=1).status_code == 200:
+                if httpx.get(f"http://{ns.inside}:{API_PORT}/readyz", timeout=15).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -338,7 +340,7 @@ http {{
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                if httpx.get(url, timeout=1).status_code == 200:
+                if httpx.get(url, timeout=15).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -363,22 +365,22 @@ http {{
     # --- closing ---------------------------------------------------------------------------------------------
 
     def close(self) -> None:
+        """Remove everything build() made, each part on its own (one that fails does not keep the rest)."""
         self._health_stop.set()
-        if self._health_thread is not None:
-            self._health_thread.join(5)
+        steps = [lambda: self._health_thread.join(5) if self._health_thread else None, self._stop_nginx,
+                 *(p.stop for p in self.processes()),
+                 lambda: self.smtp.stop() if self.smtp else None,
+                 lambda: self.bouncer.stop() if self.bouncer else None,
+                 lambda: self.cluster.stop() if self.cluster else None,
+                 *(ns.remove for ns in self.namespaces),
+                 lambda: shutil.rmtree(self.dir, ignore_errors=True)]
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:
+                print(f"soak: while closing: {exc!r}", file=sys.stderr)
+
+    def _stop_nginx(self) -> None:
         if self.nginx is not None and self.nginx.poll() is None:
             self.nginx.terminate()
             self.nginx.wait(10)
-        for process in self.processes():
-            process.stop()
-        if self.smtp is not None:
-            self.smtp.stop()
-        if self.bouncer is not None:
-            self.bouncer.stop()
-        if self.cluster is not None:
-            self.cluster.stop()
-        for ns in self.namespaces:
-            ns.remove()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
