@@ -18,10 +18,10 @@ from datetime import timedelta
 import httpx
 import psycopg
 import pytest
-from ops.cluster import PgBouncer, ensure_pgbouncer, running_pgbouncer
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from ops.cluster import PgBouncer, ensure_pgbouncer, running_pgbouncer
 from tenet.app import create_app
 from tenet.db import migrate
 from tenet.db.database import Database, make_engine

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from ops.cluster import StreamingCluster, postgres_bin, streaming_cluster
 
+from ops.cluster import StreamingCluster, postgres_bin, streaming_cluster
 from tenet.app import create_app
 from tenet.db import migrate
 from tenet.db.database import Database
@@ -231,7 +231,6 @@ def test_tenet_serve_behind_pgbouncer_with_a_standby_from_its_environment(standb
     """The whole chain as processes: `tenet serve` (2 workers) with DATABASE_URL through PgBouncer (transaction
     mode) to the primary and TENET_DATABASE_READ_URL on the standby, configured by the environment alone."""
     from ops.cluster import ensure_pgbouncer, running_pgbouncer
-
     from tests.support.cli import run_cli
     from tests.support.live import LiveServer, service_env
 
