@@ -22,7 +22,7 @@ from ops.soak.topology import DATABASE, Managed, Topology
 
 RSS_FACTOR = 1.5
 RSS_SLACK_KIB = 96 * 1024
-RSS_SETTLED_AFTER = 15.0  # seconds of a process's life before its "start" RSS is taken
+RSS_SETTLED_AFTER = 15.0  # seconds after a process became ready before its "start" RSS is taken
 DRAIN_TIMEOUT = 120.0  # seconds the outbox may take to empty once the load stops
 SETTLE = 5.0
 TAIL = 10.0  # seconds of load after the last fault has healed
@@ -112,7 +112,7 @@ def _drain_outbox(topology: Topology) -> bool:
     deadline = time.monotonic() + DRAIN_TIMEOUT
     with psycopg.connect(topology.cluster.primary.url(DATABASE), autocommit=True) as connection:
         while time.monotonic() < deadline:
-            row = connection.execute("SELECT count(*) FROM kernel.email_outbox WHERE status = 'pending'").fetchone()
+            row = connection.execute("SELECT count(*) FROM kernel.email_outbox WHERE status = 'pending' AND next_attempt_at <= now()").fetchone()
             if row is not None and row[0] == 0:
                 return True
             time.sleep(0.5)
@@ -125,7 +125,8 @@ def _rss(process: Managed) -> dict[str, Any]:
     if not current:
         return {"name": process.name, "restarts": process.restarts, "rss_start_kib": None, "rss_end_kib": None,
                 "within_bound": True}
-    settled = [s for s in current if s[0] - process.started_at >= RSS_SETTLED_AFTER] or current
+    ready = process.ready_at if process.ready_at is not None else process.started_at
+    settled = [s for s in current if s[0] - ready >= RSS_SETTLED_AFTER] or current
     start, end = settled[0][2], current[-1][2]
     return {"name": process.name, "restarts": process.restarts, "rss_start_kib": start, "rss_end_kib": end,
             "within_bound": checks.rss_within(start, end, factor=RSS_FACTOR, slack_kib=RSS_SLACK_KIB)}
@@ -161,6 +162,12 @@ def _checks(topology: Topology, record: Record, plan: list[faults.Fault], notes:
           f"{len(mail.never_received)} never received, {len(mail.split)} with different Message-IDs"
           f"{'' if drained else '; the outbox did not drain'}")
 
+    with psycopg.connect(direct, autocommit=True) as connection:
+        outbox = dict(connection.execute("SELECT status || CASE WHEN status = 'pending' AND next_attempt_at > now() "
+                                         "THEN ' (not yet due)' ELSE '' END, count(*) FROM kernel.email_outbox "
+                                         "GROUP BY 1").fetchall())
+    results[-1]["detail"] += f"; outbox: {outbox}"
+
     connections_end = topology.server_connections()
     start_total, end_total = sum(connections_start.values()), sum(connections_end.values())
     check("server connections back to their start", end_total <= start_total,
@@ -182,7 +189,7 @@ def _checks(topology: Topology, record: Record, plan: list[faults.Fault], notes:
                      f"{topology.pool_size}), PostgreSQL primary + streaming replica, aiosmtpd"),
         "checks": results, "faults": notes, "phases": rows, "processes": processes,
         "rss_bound": f"end <= {RSS_FACTOR} x start + {RSS_SLACK_KIB // 1024} MiB, start taken "
-                     f"{RSS_SETTLED_AFTER:.0f} s into each process's life",
+                     f"{RSS_SETTLED_AFTER:.0f} s after each process became ready (a restarted one: after its restart)",
         "health_changes": [{"host": h, "ready": ok} for _, h, ok in topology.health_changes],
         "lost": [{"kind": a.kind, "id": a.id} for a in lost],
         "_samples": record.samples, "_faults": plan,

@@ -119,6 +119,7 @@ class Managed:
     namespace: str | None = None
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
+    ready_at: float | None = None  # when it answered /readyz (API) or logged "worker started" (worker)
     restarts: int = 0
     rss_samples: list[tuple[float, int, int]] = field(default_factory=list)  # (time, pid, KiB)
 
@@ -131,6 +132,7 @@ class Managed:
         self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         self.started_at = time.monotonic()
+        self.ready_at = None
 
     def kill(self) -> None:
         assert self.process is not None
@@ -153,6 +155,9 @@ class Managed:
     def sample_rss(self) -> None:
         if self.process is None or self.process.poll() is not None:
             return
+        if self.ready_at is None and self.namespace is None and "worker started" in self.log_path.read_text(
+                errors="replace")[-200_000:]:
+            self.ready_at = time.monotonic()
         try:
             status = Path(f"/proc/{self.process.pid}/status").read_text()
         except FileNotFoundError:
@@ -329,6 +334,7 @@ http {{
                 raise RuntimeError(f"{api.name} exited with {api.process.returncode}: see {api.log_path}")
             try:
                 if httpx.get(f"http://{ns.inside}:{API_PORT}/readyz", timeout=15).status_code == 200:
+                    api.ready_at = time.monotonic()
                     return
             except httpx.HTTPError:
                 pass
