@@ -112,7 +112,8 @@ def _drain_outbox(topology: Topology) -> bool:
     deadline = time.monotonic() + DRAIN_TIMEOUT
     with psycopg.connect(topology.cluster.primary.url(DATABASE), autocommit=True) as connection:
         while time.monotonic() < deadline:
-            row = connection.execute("SELECT count(*) FROM kernel.email_outbox WHERE status = 'pending' AND next_attempt_at <= now()").fetchone()
+            row = connection.execute("SELECT count(*) FROM kernel.email_outbox "
+                                     "WHERE status = 'pending' AND next_attempt_at <= now()").fetchone()
             if row is not None and row[0] == 0:
                 return True
             time.sleep(0.5)
