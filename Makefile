@@ -17,7 +17,7 @@ NGINX := /usr/sbin/nginx
 # The scale-out tests run Debian's PgBouncer (transaction pooling) in front of the test database.
 PGBOUNCER := /usr/sbin/pgbouncer
 
-.PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots pgbouncer property-explore
+.PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots pgbouncer property-explore soak soak-short
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,16 @@ $(PGBOUNCER):
 
 ## PgBouncer for tests/ops/test_pgbouncer.py (make test installs it too)
 pgbouncer: $(PGBOUNCER)
+
+## The soak (ops/soak, issue 21; root: it makes network namespaces): 2 API hosts, 2 workers, nginx, PgBouncer, a
+## primary and a streaming replica, mixed load with faults on a schedule; report in var/soak/. Not part of `make test`.
+SOAK_ARGS ?=
+soak: $(TEST_STAMP) $(NGINX) $(PGBOUNCER)
+	$(BIN)/python -m ops.soak --duration 600 $(SOAK_ARGS)
+
+## The short soak: 2 minutes, one fault of each kind
+soak-short: $(TEST_STAMP) $(NGINX) $(PGBOUNCER)
+	$(BIN)/python -m ops.soak --duration 120 $(SOAK_ARGS)
 
 install: $(RUNTIME_STAMP)
 

@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from ops.cluster import PgBouncer, ensure_pgbouncer, running_pgbouncer
 from tenet.app import create_app
 from tenet.db import migrate
 from tenet.db.database import Database, make_engine
@@ -36,7 +37,6 @@ from tests.support.cli import run_cli
 from tests.support.invariants import rules_hold
 from tests.support.live import LiveProcess, service_env
 from tests.support.outcomes import outcome
-from tests.support.pgcluster import PgBouncer, ensure_pgbouncer, running_pgbouncer
 from tests.support.users import PASSWORD, UserFactory
 
 CODES = CheckInCodes(TEST_SECRET, 30)

@@ -19,6 +19,7 @@ import httpx
 import psycopg
 import pytest
 
+from ops.cluster import StreamingCluster, postgres_bin, streaming_cluster
 from tenet.app import create_app
 from tenet.db import migrate
 from tenet.db.database import Database
@@ -26,7 +27,6 @@ from tenet.kernel.replica import READ_AFTER_COOKIE, READ_AFTER_HEADER, parse_lsn
 from tests.conftest import test_settings
 from tests.support.api import Api
 from tests.support.outcomes import code
-from tests.support.pgcluster import StreamingCluster, postgres_bin, streaming_cluster
 from tests.support.users import TestUser, UserFactory
 
 DATABASE = "tenet"
@@ -230,9 +230,9 @@ async def test_a_malformed_read_after_header_is_a_400_problem(standby_state, tmp
 def test_tenet_serve_behind_pgbouncer_with_a_standby_from_its_environment(standby_state, tmp_path):
     """The whole chain as processes: `tenet serve` (2 workers) with DATABASE_URL through PgBouncer (transaction
     mode) to the primary and TENET_DATABASE_READ_URL on the standby, configured by the environment alone."""
+    from ops.cluster import ensure_pgbouncer, running_pgbouncer
     from tests.support.cli import run_cli
     from tests.support.live import LiveServer, service_env
-    from tests.support.pgcluster import ensure_pgbouncer, running_pgbouncer
 
     if ensure_pgbouncer() is None:
         pytest.skip("PgBouncer is not installed and cannot be here (make pgbouncer: apt-get install pgbouncer)")

@@ -1,4 +1,5 @@
-"""Real scale-out parts for the tests: PgBouncer in transaction mode in front of a server, and a PostgreSQL
+"""Real scale-out parts for the tests and the soak (ops/soak): PgBouncer in transaction mode in front of a
+server, and a PostgreSQL
 primary with a streaming hot standby made by `pg_basebackup -R`, each in a temporary directory on free ports.
 
 PostgreSQL and PgBouncer refuse to run as root; as root these run as a system user (the owner of the server's
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -21,11 +23,15 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from tests.support.live import free_port
-
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PGBOUNCER = "/usr/sbin/pgbouncer"
 POSTGRES_BIN_DIRS = (Path("/usr/lib/postgresql/15/bin"),)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def ensure_pgbouncer() -> str | None:
@@ -83,7 +89,7 @@ def wait_until_connectable(url: str, timeout: float = 60.0, *, process: subproce
 class PgBouncer:
     """PgBouncer (transaction pooling) in front of the database of `server_url`; `url` reaches it."""
 
-    def __init__(self, server_url: str, *, pool_size: int = 3) -> None:
+    def __init__(self, server_url: str, *, pool_size: int = 3, listen: tuple[str, ...] = ("127.0.0.1",)) -> None:
         parts = conninfo_to_dict(server_url)
         self.database = str(parts.get("dbname") or "postgres")
         self.user = str(parts.get("user") or pwd.getpwuid(os.geteuid()).pw_name)
@@ -103,7 +109,7 @@ class PgBouncer:
 {self.database} = {' '.join(target)}
 
 [pgbouncer]
-listen_addr = 127.0.0.1
+listen_addr = {",".join(listen)}
 listen_port = {self.port}
 unix_socket_dir =
 auth_type = trust
@@ -120,7 +126,10 @@ admin_users = {self.user}
 
     @property
     def url(self) -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{self.database}"
+        return self.url_on("127.0.0.1")
+
+    def url_on(self, host: str) -> str:
+        return f"postgresql://{self.user}@{host}:{self.port}/{self.database}"
 
     def start(self) -> PgBouncer:
         self.process = subprocess.Popen([PGBOUNCER, str(self.dir / "pgbouncer.ini")], user=self.system_user,
@@ -128,7 +137,8 @@ admin_users = {self.user}
         wait_until_connectable(self.url, process=self.process, log=self.log)
         return self
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Stop the process (SIGTERM, then SIGKILL), keeping its configuration for another start()."""
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -136,6 +146,9 @@ admin_users = {self.user}
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def stop(self) -> None:
+        self.halt()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -158,8 +171,8 @@ class Server:
         self.user = user
         self.log = data.parent / f"{data.name}.log"
 
-    def url(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+    def url(self, database: str = "postgres", host: str = "127.0.0.1") -> str:
+        return f"postgresql://postgres@{host}:{self.port}/{database}"
 
     def _ctl(self, *args: str) -> None:
         subprocess.run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), *args], user=self.user, check=True,
@@ -183,8 +196,12 @@ class Server:
 class StreamingCluster:
     """A primary (wal_level=replica) and a hot standby streaming from it, made by `pg_basebackup -R`."""
 
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, *, listen: tuple[str, ...] = ("127.0.0.1",),
+                 clients: tuple[str, ...] = ()) -> None:
+        """`listen`: the addresses both servers listen on; `clients`: CIDRs trusted besides 127.0.0.1/32."""
         self.bin_dir = bin_dir
+        self.listen = listen
+        self.clients = clients
         self.user = _run_as()
         self.dir = Path(tempfile.mkdtemp(prefix="tenet-cluster-"))
         os.chmod(self.dir, 0o755)
@@ -197,9 +214,11 @@ class StreamingCluster:
                         "--no-sync", "-E", "UTF8"], user=self.user, check=True, capture_output=True, timeout=120)
         with (self.primary.data / "postgresql.conf").open("a") as conf:
             conf.write("wal_level = replica\nmax_wal_senders = 5\nhot_standby = on\nfsync = off\n"
-                       "listen_addresses = '127.0.0.1'\nmax_connections = 100\n")
+                       f"listen_addresses = '{','.join(self.listen)}'\nmax_connections = 100\n")
         with (self.primary.data / "pg_hba.conf").open("a") as hba:
             hba.write("host replication postgres 127.0.0.1/32 trust\n")
+            for cidr in self.clients:
+                hba.write(f"host all all {cidr} trust\n")
         self.primary.start()
         subprocess.run([str(self.bin_dir / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(self.primary.port),
                         "-U", "postgres", "-D", str(self.standby.data), "-R", "-X", "stream", "--no-sync"],
@@ -227,11 +246,11 @@ class StreamingCluster:
 
 
 @contextmanager
-def streaming_cluster() -> Iterator[StreamingCluster]:
+def streaming_cluster(**options: tuple[str, ...]) -> Iterator[StreamingCluster]:
     bin_dir = postgres_bin()
     if bin_dir is None:
         raise RuntimeError("no PostgreSQL server binaries (Debian's postgresql-15 or the embedded wheel's)")
-    cluster = StreamingCluster(bin_dir)
+    cluster = StreamingCluster(bin_dir, **options)
     try:
         yield cluster.start()
     finally:
