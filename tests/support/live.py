@@ -30,7 +30,7 @@ FAST_TEST_ENV = {
     "TENET_PASSWORD_HASH_MEMORY_KIB": "1024",
     "TENET_REGISTRATION_LIMIT": "100000/hour",
     "TENET_LOGIN_FAILURE_LIMIT": "100000/15min",
-    "TENET_PASSWORD_RESET_LIMIT": "100000/hour",  # the identity fuzz world and its runs ask many resets from one address
+    "TENET_PASSWORD_RESET_LIMIT": "100000/hour",  # the identity fuzz asks many from one address
 }
 
 
