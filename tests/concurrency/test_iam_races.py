@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import httpx
 import pytest
 
 from tests.support.invariants import assert_invariants_hold
+from tests.support.rows import scalar
 from tests.support.users import PASSWORD, UserFactory
 
 
@@ -65,3 +67,24 @@ async def test_two_admins_demoting_each_other_leave_one_admin(http, committed_ap
             "SELECT count(*) FROM iam.user_role ur JOIN iam.user_account u ON u.id = ur.user_id "
             "WHERE role_name = 'Administrator' AND u.status = 'active'"))).scalar_one()
     assert admins == 1
+
+
+async def test_two_completions_of_one_reset_link_one_wins(http, committed_app, committed_db, clock):
+    """The reset secret is spent by one conditional UPDATE: of two completions racing with different passwords,
+    exactly one sets its password; the other is refused and changes nothing."""
+    user = await UserFactory(committed_app, committed_db, clock).make()
+    asked = await http.post("/api/v1/auth/password-reset", json={"email": user.email})
+    assert asked.status_code == 202, asked.text
+    body = await scalar(committed_db, "SELECT body_text FROM kernel.email_outbox WHERE to_address = :to "
+                                      "AND kind = 'iam.password_reset'", to=user.email)
+    (token,) = set(re.findall(r"token=(prr_[A-Za-z0-9_\-]+)", body))
+    passwords = ("first racing password 1", "second racing password 2")
+    responses = await asyncio.gather(*(
+        http.post("/api/v1/auth/password-reset/complete", json={"token": token, "password": p}) for p in passwords))
+    assert sorted(r.status_code for r in responses) == [204, 400], [r.text for r in responses]
+    loser = next(r for r in responses if r.status_code == 400)
+    assert loser.json()["code"] == "RESET_TOKEN_INVALID"
+    winner = passwords[[r.status_code for r in responses].index(204)]
+    signed_in = [(await http.post("/api/v1/auth/token", data={
+        "grant_type": "password", "username": user.email, "password": p})).status_code for p in passwords]
+    assert signed_in == [200 if p == winner else 401 for p in passwords]
