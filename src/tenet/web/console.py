@@ -38,7 +38,7 @@ from starlette.datastructures import FormData
 from tenet.iam import queries as iam_queries
 from tenet.iam.principal import Principal
 from tenet.iam.tokens import digest
-from tenet.kernel.errors import DomainError, ValidationFailed
+from tenet.kernel.errors import DomainError, PermissionDenied, ValidationFailed
 from tenet.kernel.settings import KernelSettings
 from tenet.social import queries as social_queries
 from tenet.web import i18n, words
@@ -90,6 +90,13 @@ class Viewer:
 
     def can(self, permission: str) -> bool:
         return self.principal is not None and self.principal.can(permission)
+
+    def require(self, permission: str) -> Principal:
+        """The viewer's principal when it holds `permission` (the point the API checks); PermissionDenied, the
+        console's 403 page, otherwise."""
+        if self.principal is None or not self.principal.can(permission):
+            raise PermissionDenied(f"Requires the permission {permission}", permission=str(permission))
+        return self.principal
 
     @property
     def formats(self) -> i18n.Formats:

@@ -27,7 +27,7 @@ from starlette.datastructures import FormData
 
 from tenet.deps import reads
 from tenet.iam.principal import Principal
-from tenet.kernel.errors import DomainError, PermissionDenied, ValidationFailed
+from tenet.kernel.errors import DomainError, ValidationFailed
 from tenet.kernel.pagination import PageParams
 from tenet.kernel.reads import Runner
 from tenet.kernel.statements import statements
@@ -54,13 +54,6 @@ class FormProblem(Exception):
     def __init__(self, code: str = "VALIDATION_FAILED", field: str | None = None) -> None:
         super().__init__(code)
         self.code, self.field = code, field
-
-
-def _require(viewer: Viewer, permission: str) -> Principal:
-    if not viewer.can(permission):
-        raise PermissionDenied(f"Requires the permission {permission}", permission=permission)
-    assert viewer.principal is not None
-    return viewer.principal
 
 
 def _id(value: object, name: str) -> uuid.UUID:
@@ -176,7 +169,7 @@ def _render(request: Request, viewer: Viewer, state: dict[str, Any], *, problems
 @router.get("/meetings/{meeting_id}/agenda")
 async def agenda_page(request: Request, meeting_id: str) -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.READ)
+    viewer.require(Permission.READ)
     return _render(request, viewer, await _state(request, viewer, meeting_id))
 
 
@@ -200,7 +193,7 @@ async def _act(request: Request, meeting_id: str, permission: str, where: str, r
     refusal's sentence at `where`; 401/403/404 are the error page, as the API answers them."""
     viewer = await console.signed_in(request)
     form = await console.posted(request, viewer)
-    principal = _require(viewer, permission)
+    principal = viewer.require(permission)
     valid_id = queries.valid_meeting_id(meeting_id)
     try:
         async with request.app.state.db.unit_of_work() as session:
@@ -440,7 +433,7 @@ def _item_body(values: dict[str, str]) -> dict[str, Any]:
 @router.get("/meetings/{meeting_id}/agenda/sections/{section_id}/items/new")
 async def new_item_form(request: Request, meeting_id: str, section_id: uuid.UUID) -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.AGENDA_UPDATE)
+    viewer.require(Permission.AGENDA_UPDATE)
     section = await _section_of(request, viewer, meeting_id, section_id)
     return await _item_form(request, viewer, meeting_id, values=_item_values(None), section=section, item=None)
 
@@ -448,7 +441,7 @@ async def new_item_form(request: Request, meeting_id: str, section_id: uuid.UUID
 @router.get("/meetings/{meeting_id}/agenda/items/{item_id}/edit")
 async def edit_item_form(request: Request, meeting_id: str, item_id: uuid.UUID) -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.AGENDA_UPDATE)
+    viewer.require(Permission.AGENDA_UPDATE)
     item = await _item_of(request, viewer, meeting_id, item_id)
     section = {"id": item["section_id"], "title": item["section_title"]}
     return await _item_form(request, viewer, meeting_id, values=_item_values(item), section=section, item=item)
@@ -460,7 +453,7 @@ async def _save_item(request: Request, meeting_id: str, *, section_id: uuid.UUID
     (the form comes back with what was typed, nothing saved: the search works without JS)."""
     viewer = await console.signed_in(request)
     form = await console.posted(request, viewer)
-    principal = _require(viewer, Permission.AGENDA_UPDATE)
+    principal = viewer.require(Permission.AGENDA_UPDATE)
     valid_id = queries.valid_meeting_id(meeting_id)
     values = _posted_item(form)
     item = await _item_of(request, viewer, valid_id, item_id) if item_id else None
@@ -512,7 +505,7 @@ async def presenter_choices(request: Request, meeting_id: str,
                             presenter_user_id: Annotated[str, Query(max_length=40)] = "") -> Response:
     """The presenter choices alone (what htmx swaps in as one types in the search)."""
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.AGENDA_UPDATE)
+    viewer.require(Permission.AGENDA_UPDATE)
     await _meeting(request, viewer, meeting_id)
     values = {"q": q.strip(), "presenter_user_id": presenter_user_id.strip()}
     return console.render(request, viewer, "meetings/agenda_presenters.html", values=values,

@@ -76,11 +76,6 @@ def _principal(viewer: Viewer) -> Any:
     return viewer.principal
 
 
-def _require(viewer: Viewer, permission: Permission) -> None:
-    if not viewer.can(permission):
-        raise PermissionDenied(f"Requires the permission {permission.value}", permission=permission.value)
-
-
 def _own(request: Request) -> MeetingSettings:
     return section(request.app.state.settings, MeetingSettings)
 
@@ -188,7 +183,7 @@ async def upload_item_file(request: Request, meeting_id: str, item_id: uuid.UUID
 async def download(request: Request, kind: KindPath, attachment_id: uuid.UUID) -> Response:
     """The API's download (the same query: participants; Range answered), for a signed-in browser."""
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.ATTACHMENT_DOWNLOAD)
+    viewer.require(Permission.ATTACHMENT_DOWNLOAD)
     return await agenda_api.download(request, _principal(viewer), kind, attachment_id)
 
 
@@ -230,7 +225,7 @@ async def delete(request: Request, meeting_id: str, kind: KindPath, attachment_i
 async def deleted_files(request: Request, meeting_id: str) -> Response:
     """Administrators: the meeting's deleted files still inside the purge window (the API's query), to restore."""
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.ATTACHMENT_RESTORE)
+    viewer.require(Permission.ATTACHMENT_RESTORE)
     meeting = await _meeting(request, viewer, meeting_id)
     own = _own(request)
     rows = await agenda_queries.deleted_attachments(reads(request), meeting_id=meeting["id"],
@@ -253,7 +248,7 @@ async def deleted_files(request: Request, meeting_id: str) -> Response:
 async def restore(request: Request, meeting_id: str, kind: KindPath, attachment_id: uuid.UUID) -> Response:
     viewer = await console.signed_in(request)
     await console.posted(request, viewer)
-    _require(viewer, Permission.ATTACHMENT_RESTORE)
+    viewer.require(Permission.ATTACHMENT_RESTORE)
     principal = _principal(viewer)
     await _meeting(request, viewer, meeting_id)
     async with request.app.state.db.unit_of_work() as session:

@@ -11,16 +11,16 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import ValidationError
 
 from tenet.deps import reads
-from tenet.kernel.errors import DomainError, PermissionDenied, ValidationFailed
+from tenet.kernel.errors import DomainError
 from tenet.kernel.pagination import PageParams
 from tenet.meetings import queries, templates
+from tenet.meetings.pages.meeting_templates import parse_template_id
 from tenet.meetings.permissions import Permission
 from tenet.meetings.schemas import TemplateUpdate
 from tenet.web import console
@@ -31,23 +31,10 @@ PAGE_SIZE = 50
 EDITED = ("label", "title", "duration_minutes", "location", "city", "description")
 
 
-def _require(viewer: Viewer, permission: Permission) -> Any:
-    if not viewer.can(permission):
-        raise PermissionDenied(f"Requires the permission {permission}", permission=permission.value)
-    return viewer.principal
-
-
-def _template_id(value: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise ValidationFailed("This is not a template id", field="template_id") from None
-
-
 @router.get("/series")
 async def series_list(request: Request, cursor: Annotated[str | None, Query(max_length=512)] = None) -> Response:
     viewer = await console.signed_in(request)
-    principal = _require(viewer, Permission.READ)
+    principal = viewer.require(Permission.READ)
     rows, next_cursor = await queries.series_page(reads(request), principal=principal,
                                                   page=PageParams(limit=PAGE_SIZE, cursor=cursor or None))
     return console.render(request, viewer, "meetings/series_list.html", active="meetings", rows=rows,
@@ -70,8 +57,8 @@ def _values(template: dict[str, Any]) -> dict[str, str]:
 @router.get("/templates/{template_id}/edit")
 async def edit_template_form(request: Request, template_id: str) -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.TEMPLATE_MANAGE)
-    template = await queries.template(reads(request), template_id=_template_id(template_id))
+    viewer.require(Permission.TEMPLATE_MANAGE)
+    template = await queries.template(reads(request), template_id=parse_template_id(template_id))
     return _edit_form(request, viewer, template, values=_values(template), version=template["version"])
 
 
@@ -79,8 +66,8 @@ async def edit_template_form(request: Request, template_id: str) -> Response:
 async def edit_template(request: Request, template_id: str) -> Response:
     viewer = await console.signed_in(request)
     form = await console.posted(request, viewer)
-    principal = _require(viewer, Permission.TEMPLATE_MANAGE)
-    template = await queries.template(reads(request), template_id=_template_id(template_id))
+    principal = viewer.require(Permission.TEMPLATE_MANAGE)
+    template = await queries.template(reads(request), template_id=parse_template_id(template_id))
     values = {name: str(form.get(name, "")).strip()[:2000] for name in EDITED}
     try:
         version = int(str(form.get("version", "")))
@@ -121,8 +108,8 @@ async def delete_template(request: Request, template_id: str) -> Response:
     """Meetings and series made from it keep what they copied (it was provenance only)."""
     viewer = await console.signed_in(request)
     await console.posted(request, viewer)
-    principal = _require(viewer, Permission.TEMPLATE_MANAGE)
+    principal = viewer.require(Permission.TEMPLATE_MANAGE)
     async with request.app.state.db.unit_of_work() as session:
-        await templates.delete_template(session, template_id=_template_id(template_id), principal_id=principal.id,
+        await templates.delete_template(session, template_id=parse_template_id(template_id), principal_id=principal.id,
                                         now=console.now(request))
     return console.see_other(f"{PREFIX}/templates")
