@@ -131,12 +131,14 @@ async def test_meeting_distribution_and_ranking_pages(client, people, series):
     assert chart.status_code == 200 and b"<svg" in chart.content
     low = await client.get("/console/reports/low-attendance",
                            params={"from": "2026-03-01", "to": "2026-03-10", "min_meetings": 1})
-    assert [r[0] for r in cells(low.text, "attendees")] == ["Bo", "=Cy", "Ada"]
+    ranked = [r[0] for r in cells(low.text, "attendees")]
+    # Bo 1/2 first; Ada and Cy tie at 2/3 with 3 expected each, so their order is their ids' (random here)
+    assert ranked[0] == "Bo" and sorted(ranked[1:]) == ["=Cy", "Ada"]
     book = await client.get("/console/reports/low-attendance",
                             params={"from": "2026-03-01", "to": "2026-03-10", "min_meetings": 1, "format": "xlsx"})
     sheet = list(openpyxl.load_workbook(io.BytesIO(book.content), read_only=True)["Attendees"].iter_rows(
         values_only=True))
-    assert [r[1].lstrip("'") for r in sheet[1:]] == ["Bo", "=Cy", "Ada"]
+    assert [r[1].lstrip("'") for r in sheet[1:]] == ranked  # the download holds the rows on screen, in order
 
 
 async def test_the_pages_in_chinese(client, people, series):

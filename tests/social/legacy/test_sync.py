@@ -4,6 +4,8 @@ operation, and replaying its time window applies it once what it lacked is there
 
 from __future__ import annotations
 
+import asyncio
+
 from datetime import datetime, timedelta
 
 import pytest
@@ -119,8 +121,16 @@ async def test_a_second_sync_beside_a_running_one_refuses(clean):
     ctx = await _started(clean)
     async with await psycopg.AsyncConnection.connect(libpq_url(clean.url), autocommit=True) as running:
         await running.execute("SELECT pg_advisory_lock(hashtext('tenet.social_legacy.sync'))")
+        running_pid = running.info.backend_pid
         with pytest.raises(sync.SyncBusy):
             await sync.apply_log(clean.db, clean.legacy, ctx)
+    # The server drops a closed session's locks when its backend has exited, a moment after the client hung up.
+    for _ in range(200):
+        gone = await clean.legacy.execute("SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)",
+                                          (running_pid,))
+        if (await gone.fetchone())[0]:
+            break
+        await asyncio.sleep(0.05)
     assert await sync.apply_log(clean.db, clean.legacy, ctx) == (0, 0)  # the first one gone, the log is free
 
 
