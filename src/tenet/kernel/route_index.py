@@ -21,14 +21,28 @@ redirect, the low-priority routes, the 404) goes to the router's own `app`, whic
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 from fastapi import FastAPI
-from fastapi.routing import APIRouter, _apply_router_form_limits, _IncludedRouter, _route_selected, _update_scope
+from fastapi.routing import APIRouter
 from starlette import routing
 from starlette._utils import get_route_path
 from starlette.routing import BaseRoute, Match
 from starlette.types import Receive, Scope, Send
+
+try:  # FastAPI's own dispatch steps, private: a FastAPI without them gets its plain router (the full scan)
+    from fastapi.routing import (  # type: ignore[attr-defined,unused-ignore]
+        _apply_router_form_limits,
+        _IncludedRouter,
+        _route_selected,
+        _update_scope,
+    )
+    AVAILABLE = True
+except ImportError:  # pragma: no cover - only on a FastAPI other than the one pyproject.toml tests with
+    AVAILABLE = False
+
+log = logging.getLogger(__name__)
 
 DEPTH = 4  # literal segments looked at: /api/v1/<domain>/<collection> tells the routers apart
 _MEMO_LIMIT = 4096  # distinct first segments remembered (paths with an id early make new ones)
@@ -132,8 +146,12 @@ class RouteIndex:
         await self.router.app(scope, receive, send)
 
 
-def install_route_index(app: FastAPI) -> RouteIndex:
-    """Dispatch `app`'s requests through a RouteIndex (after every router is included)."""
+def install_route_index(app: FastAPI) -> RouteIndex | None:
+    """Dispatch `app`'s requests through a RouteIndex (after every router is included). None, and the router
+    left as FastAPI built it, when this FastAPI lacks the dispatch steps the index repeats."""
+    if not AVAILABLE or not hasattr(app.router, "_routes_version"):
+        log.warning("route index off: this FastAPI's router has other internals; routes are matched by scan")
+        return None
     router = app.router
     if router.middleware_stack != router.app:  # a router-level middleware would be bypassed
         raise RuntimeError("the router has its own middleware; the route index would bypass it")
