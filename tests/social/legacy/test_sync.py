@@ -5,7 +5,6 @@ operation, and replaying its time window applies it once what it lacked is there
 from __future__ import annotations
 
 import asyncio
-
 from datetime import datetime, timedelta
 
 import pytest

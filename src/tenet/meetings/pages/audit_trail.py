@@ -6,17 +6,16 @@ without script the section links this page. Actions are said in words; people by
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
 from tenet.deps import reads
-from tenet.kernel.errors import PermissionDenied
 from tenet.kernel.pagination import PageParams
 from tenet.meetings import codes, queries
 from tenet.meetings.permissions import Permission
 from tenet.web import console
-from tenet.web.console import PREFIX, ConsoleRoute, Viewer
+from tenet.web.console import PREFIX, ConsoleRoute
 from tenet.web.i18n import N_
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=ConsoleRoute)
@@ -55,13 +54,6 @@ ACTION_WORDS = {
 }
 
 
-def _require(viewer: Viewer) -> Any:
-    if not viewer.can(Permission.AUDIT_READ):
-        raise PermissionDenied(f"Requires the permission {Permission.AUDIT_READ}",
-                               permission=Permission.AUDIT_READ.value)
-    return viewer.principal
-
-
 def _user_id(actor_id: str | None) -> uuid.UUID | None:
     try:
         return uuid.UUID(actor_id) if actor_id else None
@@ -74,7 +66,7 @@ async def audit_trail(request: Request, meeting_id: str,
                       cursor: Annotated[str | None, Query(max_length=512)] = None) -> Response:
     """The trail's page (`HX-Request`: the section alone, what the meeting page swaps in)."""
     viewer = await console.signed_in(request)
-    principal = _require(viewer)
+    principal = viewer.require(Permission.AUDIT_READ)
     meeting = await queries.meeting(reads(request), meeting_id=meeting_id, principal=principal,
                                     now=console.now(request), base_url="", signer=codes.signer(request.app.state))
     rows, next_cursor = await queries.audit_logs(reads(request), filters={"meeting_id": meeting["id"]},

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
 from tenet.deps import reads
-from tenet.kernel.errors import DomainError, PermissionDenied
+from tenet.kernel.errors import DomainError
 from tenet.kernel.settings import KernelSettings, section
 from tenet.meetings import codes, queries, service
 from tenet.meetings.permissions import Permission
@@ -23,16 +23,10 @@ router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=ConsoleRo
 REASON_MAX = 500  # MeetingCancel.reason (Text500)
 
 
-def _require(viewer: Viewer) -> Any:
-    if not viewer.can(Permission.UPDATE):
-        raise PermissionDenied(f"Requires the permission {Permission.UPDATE}", permission=Permission.UPDATE.value)
-    return viewer.principal
-
-
 async def _meeting(request: Request, viewer: Viewer, meeting_id: str) -> dict[str, Any]:
     """The meeting as its page shows it (the GET's query: 404 for a meeting the caller may not see)."""
     state = request.app.state
-    return await queries.meeting(reads(request), meeting_id=meeting_id, principal=_require(viewer),
+    return await queries.meeting(reads(request), meeting_id=meeting_id, principal=viewer.require(Permission.UPDATE),
                                  now=console.now(request), signer=codes.signer(state),
                                  base_url=section(state.settings, KernelSettings).public_base_url)
 
@@ -56,7 +50,7 @@ async def cancel_form(request: Request, meeting_id: str) -> Response:
 async def cancel(request: Request, meeting_id: str) -> Response:
     viewer = await console.signed_in(request)
     form = await console.posted(request, viewer)
-    principal = _require(viewer)
+    principal = viewer.require(Permission.UPDATE)
     reason = str(form.get("reason", "")).strip()
     try:
         body = MeetingCancel.model_validate({"reason": reason or None})

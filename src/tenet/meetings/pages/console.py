@@ -90,11 +90,6 @@ def _zone(request: Request, viewer: Viewer) -> str:
     return viewer.zone or settings.default_timezone
 
 
-def _require(viewer: Viewer, permission: str) -> None:
-    if not viewer.can(permission):
-        raise PermissionDenied(f"Requires the permission {permission}", permission=permission)
-
-
 def _principal(viewer: Viewer) -> Any:
     assert viewer.principal is not None
     return viewer.principal
@@ -207,7 +202,7 @@ async def meetings_list(
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.READ)
+    viewer.require(Permission.READ)
     zone = _zone(request, viewer)
     first, last = _parse_day(start, "from"), _parse_day(end, "to")
     filters = _list_filters(viewer, status=status, scope=scope, series=series, city=city, organizer=organizer)
@@ -240,7 +235,7 @@ async def week_view(
     """Seven columns, Monday first: each meeting under the day it starts on in its business zone (a meeting at
     09:00 in Shanghai is on that Shanghai day, wherever the viewer is), by its start."""
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.READ)
+    viewer.require(Permission.READ)
     zone = _zone(request, viewer)
     today = console.now(request).astimezone(ZoneInfo(zone)).date()
     day = _parse_day(week, "week") or today
@@ -302,7 +297,7 @@ async def _meeting_context(request: Request, viewer: Viewer, meeting_id: str, *,
 async def meeting_page(request: Request, meeting_id: str,
                        q: Annotated[str, Query(max_length=100)] = "") -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.READ)
+    viewer.require(Permission.READ)
     context = await _meeting_context(request, viewer, meeting_id, search=q)
     if context["board"]:  # page: session, settings, meeting, attendees, board rows (five statements, whatever the size)
         context.update(await _board(request, viewer, meeting_id, context["meeting"]))
@@ -327,7 +322,7 @@ async def _board(request: Request, viewer: Viewer, meeting_id: str,
 async def people_found(request: Request, meeting_id: str, q: Annotated[str, Query(max_length=100)] = "") -> Response:
     """The people search's results alone (what htmx swaps in as one types); the page's own search without JS."""
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.READ)
+    viewer.require(Permission.READ)
     context = await _meeting_context(request, viewer, meeting_id, search=q)
     if not context["editable"]:
         raise PermissionDenied(f"Requires the permission {Permission.UPDATE}", permission=Permission.UPDATE.value)
@@ -338,7 +333,7 @@ async def people_found(request: Request, meeting_id: str, q: Annotated[str, Quer
 async def board(request: Request, meeting_id: str) -> Response:
     """The live attendance board alone (what htmx swaps in every few seconds)."""
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.READ)
+    viewer.require(Permission.READ)
     context = await _board(request, viewer, meeting_id)
     return console.render(request, viewer, "meetings/board.html", meeting_id=meeting_id,
                           board_seconds=BOARD_SECONDS, zone=_zone(request, viewer), **context)
@@ -352,7 +347,7 @@ async def qr_code_image(request: Request, meeting_id: str,
     """A QR code as the API's image route draws it (the same query, so the same people: managers, the creator and
     the organizer), to show on the page or download."""
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.READ)
+    viewer.require(Permission.READ)
     row = await queries.qr_code(reads(request), meeting_id=meeting_id, mode=mode, principal=_principal(viewer))
     url = codes.scan_url(row, mode, codes.signer(request.app.state), console.now(request))
     if url is not None:
@@ -384,7 +379,7 @@ async def _change_attendees(request: Request, meeting_id: str, *, add: bool) -> 
     with the list read by the GET's query in the same transaction."""
     viewer = await console.signed_in(request)
     form = await console.posted(request, viewer)
-    _require(viewer, Permission.UPDATE)
+    viewer.require(Permission.UPDATE)
     principal = _principal(viewer)
     user_id, version = _form_uuid(form, "user_id"), _form_version(form)
     valid_id = queries.valid_meeting_id(meeting_id)

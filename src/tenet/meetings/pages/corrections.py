@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 
 from tenet.deps import reads
-from tenet.kernel.errors import DomainError, PermissionDenied, ValidationFailed
+from tenet.kernel.errors import DomainError, ValidationFailed
 from tenet.kernel.pagination import PageParams
 from tenet.meetings import attendances, queries
 from tenet.meetings.permissions import Permission
@@ -20,13 +20,6 @@ from tenet.web.console import PREFIX, ConsoleRoute, Viewer
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=ConsoleRoute)
 CHOICES = {"absent": ("EXCUSED",), "live": ("EXCUSED", "ABSENT", "PRESENT", "LATE")}
-
-
-def _require(viewer: Viewer) -> Any:
-    if not viewer.can(Permission.ATTENDANCE_MANAGE):
-        raise PermissionDenied(f"Requires the permission {Permission.ATTENDANCE_MANAGE}",
-                               permission=Permission.ATTENDANCE_MANAGE.value)
-    return viewer.principal
 
 
 def _uuid(value: str | None, name: str) -> uuid.UUID | None:
@@ -73,7 +66,7 @@ async def correction_form(request: Request, meeting_id: str,
                           attendance_id: Annotated[str | None, Query(max_length=40)] = None,
                           user_id: Annotated[str | None, Query(max_length=40)] = None) -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer)
+    viewer.require(Permission.ATTENDANCE_MANAGE)
     row = await _row(request, viewer, meeting_id, attendance_id=_uuid(attendance_id, "attendance_id"),
                      user_id=_uuid(user_id, "user_id"))
     return _page(request, viewer, meeting_id, row)
@@ -83,7 +76,7 @@ async def correction_form(request: Request, meeting_id: str,
 async def correct(request: Request, meeting_id: str) -> Response:
     viewer = await console.signed_in(request)
     form = await console.posted(request, viewer)
-    principal = _require(viewer)
+    principal = viewer.require(Permission.ATTENDANCE_MANAGE)
     attendance_id = _uuid(str(form.get("attendance_id", "")), "attendance_id")
     user_id = _uuid(str(form.get("user_id", "")), "user_id")
     row = await _row(request, viewer, meeting_id, attendance_id=attendance_id, user_id=user_id)

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
 from tenet.deps import reads
-from tenet.kernel.errors import DomainError, PermissionDenied
+from tenet.kernel.errors import DomainError
 from tenet.kernel.settings import KernelSettings, section
 from tenet.meetings import codes, queries, service
 from tenet.meetings.permissions import Permission
@@ -34,11 +34,6 @@ class FormProblems(Exception):
     def __init__(self, problems: dict[str, str]) -> None:
         super().__init__(problems)
         self.problems = problems
-
-
-def _require(viewer: Viewer, permission: str) -> None:
-    if not viewer.can(permission):
-        raise PermissionDenied(f"Requires the permission {permission}", permission=permission)
 
 
 def _values_of(meeting: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +105,7 @@ def _refusal(exc: DomainError) -> dict[str, str]:
 @router.get("/meetings/new")
 async def new_meeting_form(request: Request) -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.CREATE)
+    viewer.require(Permission.CREATE)
     settings: KernelSettings = request.app.state.settings
     values: dict[str, Any] = {name: "" for name in (*TEXT_FIELDS, *NUMBER_FIELDS, "start", "end")}
     values.update(timezone=viewer.zone or settings.default_timezone, offline_checkin_enabled=True,
@@ -122,7 +117,7 @@ async def new_meeting_form(request: Request) -> Response:
 async def create_meeting(request: Request) -> Response:
     viewer = await console.signed_in(request)
     form = await console.posted(request, viewer)
-    _require(viewer, Permission.CREATE)
+    viewer.require(Permission.CREATE)
     assert viewer.principal is not None
     values = _posted_values(form)
     try:
@@ -152,7 +147,7 @@ async def _meeting(request: Request, viewer: Viewer, meeting_id: str) -> dict[st
 @router.get("/meetings/{meeting_id}/edit")
 async def edit_meeting_form(request: Request, meeting_id: str) -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer, Permission.UPDATE)
+    viewer.require(Permission.UPDATE)
     meeting = await _meeting(request, viewer, meeting_id)
     return _form(request, viewer, values=_values_of(meeting), meeting=meeting)
 
@@ -161,7 +156,7 @@ async def edit_meeting_form(request: Request, meeting_id: str) -> Response:
 async def edit_meeting(request: Request, meeting_id: str) -> Response:
     viewer = await console.signed_in(request)
     form = await console.posted(request, viewer)
-    _require(viewer, Permission.UPDATE)
+    viewer.require(Permission.UPDATE)
     assert viewer.principal is not None
     values = _posted_values(form)
     version = str(form.get("version", ""))

@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
-from tenet.kernel.errors import DomainError, PermissionDenied
+from tenet.kernel.errors import DomainError
 from tenet.kernel.settings import KernelSettings
 from tenet.meetings import series, service
 from tenet.meetings.permissions import Permission
@@ -32,12 +32,6 @@ class FormProblems(Exception):
     def __init__(self, problems: dict[str, str]) -> None:
         super().__init__(problems)
         self.problems = problems
-
-
-def _require(viewer: Viewer) -> None:
-    if not viewer.can(Permission.SERIES_MANAGE):
-        raise PermissionDenied(f"Requires the permission {Permission.SERIES_MANAGE}",
-                               permission=Permission.SERIES_MANAGE.value)
 
 
 def rrule(values: dict[str, Any]) -> str:
@@ -92,7 +86,7 @@ def _form(request: Request, viewer: Viewer, values: dict[str, Any], *, rule: str
 @router.get("/series/new")
 async def new_series_form(request: Request) -> Response:
     viewer = await console.signed_in(request)
-    _require(viewer)
+    viewer.require(Permission.SERIES_MANAGE)
     settings: KernelSettings = request.app.state.settings
     values: dict[str, Any] = {name: "" for name in TEXT_FIELDS}
     values.update(timezone=viewer.zone or settings.default_timezone, days=[], interval="1", count="10",
@@ -105,7 +99,7 @@ async def build_series(request: Request) -> Response:
     """`intent=preview` shows the rule and its dates; `intent=create` makes the series and its meetings."""
     viewer = await console.signed_in(request)
     form = await console.posted(request, viewer)
-    _require(viewer)
+    viewer.require(Permission.SERIES_MANAGE)
     assert viewer.principal is not None
     values = _posted(form)
     policy = service.MeetingPolicy.from_settings(request.app.state.settings)
