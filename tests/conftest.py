@@ -103,6 +103,30 @@ def scratch_database(server_url: str, worker_id: str, run_id: str):
 
 
 @pytest.fixture(scope="session")
+def migrated_database(server_url: str, worker_id: str, run_id: str):
+    """A factory of fresh databases at head, for tests whose tools commit (CLIs, cut-over runs, live servers).
+    Each is a copy of one migrated template of this worker (CREATE DATABASE ... TEMPLATE): a fraction of a
+    second, where running the migration chain again costs seconds. Migrations themselves are tested on empty
+    databases (tests/db, `scratch_database`). Every copy and the template are dropped at the end."""
+    template = f"tenet_template_{run_id}_{worker_id}"
+    made: list[str] = []
+
+    def make(suffix: str) -> str:
+        if not made:  # the template, on first use: the migration chain runs once per worker
+            drop_database(server_url, template)
+            migrate.upgrade(ensure_database(server_url, template))
+            made.append(template)
+        name = f"tenet_scratch_{run_id}_{worker_id}_{suffix}"
+        drop_database(server_url, name)
+        made.append(name)
+        return ensure_database(server_url, name, template=template)
+
+    yield make
+    for name in reversed(made):
+        drop_database(server_url, name)
+
+
+@pytest.fixture(scope="session")
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     engine = make_engine(database_url, pool_size=12, max_overflow=4)
     yield engine
@@ -187,9 +211,9 @@ def smtp_server():
 
 
 @pytest.fixture(scope="session")
-def live_database_url(server_url: str, worker_id: str, run_id: str):
+def live_database_url(migrated_database) -> str:
     """A database of its own for the subprocess server (committed data, dropped when the session ends)."""
-    yield from _migrated_database(server_url, f"tenet_test_{run_id}_{worker_id}_live")
+    return migrated_database("live")
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from tenet.db import migrate
 from tests.e2e.test_console_pages import PASSWORD, _person, _shoot, _sign_in
 from tests.meetings.outlook.conftest import CLIENT_STATE
 from tests.support.live import LiveProcess, LiveServer, service_env
@@ -24,10 +23,9 @@ BASE = "/api/v1/meeting-attendance"
 
 
 @pytest.fixture
-def outlook_service(graph, scratch_database, tmp_path):
+def outlook_service(graph, migrated_database, tmp_path):
     """A server and a worker of their own (the emulator's credentials change with every test), on a new database."""
-    url = scratch_database("outlook_pages")
-    migrate.upgrade(url)
+    url = migrated_database("outlook_pages")
     env = service_env(DATABASE_URL=url, TENET_DATA_DIR=str(tmp_path), GRAPH_TENANT_ID=graph.tenant_id,
                       GRAPH_CLIENT_ID=graph.client_id, GRAPH_CLIENT_SECRET=graph.client_secret,
                       GRAPH_AUTHORITY_URL=graph.authority_url, GRAPH_BASE_URL=graph.base_url,

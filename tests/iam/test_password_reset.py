@@ -19,7 +19,6 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from tenet.db import migrate
 from tenet.iam.passwords import Passwords
 from tenet.kernel.outbox import SmtpSender, deliver_due
 from tenet.meetings.legacy.sample import generate
@@ -230,9 +229,8 @@ async def test_an_imported_person_signs_in_first_through_the_reset(client, db, s
 # --- the operator's command -----------------------------------------------------------------------------------
 
 @pytest.fixture
-def cli_database(scratch_database) -> str:
-    url = scratch_database("set_password_cli")
-    migrate.upgrade(url)
+def cli_database(migrated_database) -> str:
+    url = migrated_database("set_password_cli")
     return url
 
 

@@ -9,7 +9,6 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from tenet.db import migrate
 from tenet.kernel.invariants import all_invariants, check, markdown
 from tenet.kernel.transitions import STATE_MACHINES
 from tests.support.cli import run_cli
@@ -118,17 +117,15 @@ def test_state_machine_diagrams_in_docs_are_up_to_date():
         assert machine.mermaid() in document, f"{machine.name}: run `tenet invariants export`"
 
 
-def test_cli_check_is_clean_on_a_migrated_database(scratch_database):
-    url = scratch_database("cli_clean")
-    migrate.upgrade(url)
+def test_cli_check_is_clean_on_a_migrated_database(migrated_database):
+    url = migrated_database("cli_clean")
     result = run_cli("invariants", "check", "--database-url", url)
     assert result.returncode == 0, result.stderr
     assert f"all {len(all_invariants())} invariants hold" in result.stderr
 
 
-def test_cli_check_names_a_violated_invariant(scratch_database):
-    url = scratch_database("cli_dirty")
-    migrate.upgrade(url)
+def test_cli_check_names_a_violated_invariant(migrated_database):
+    url = migrated_database("cli_dirty")
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute("ALTER TABLE kernel.audit_log DISABLE TRIGGER audit_log_append_only")
     result = run_cli("invariants", "check", "--database-url", url)

@@ -7,8 +7,8 @@ import psycopg
 from tests.support.cli import demo_loaded_twice, run_cli
 
 
-def test_demo_meetings_are_created_once_and_keep_every_rule(scratch_database, tmp_path):
-    url, first, second = demo_loaded_twice(scratch_database, tmp_path, "ma_demo")
+def test_demo_meetings_are_created_once_and_keep_every_rule(migrated_database, tmp_path):
+    url, first, second = demo_loaded_twice(migrated_database, tmp_path, "ma_demo")
     assert any(line.startswith("created meetings 'Demo: all-hands'") for line in first)
     assert "kept meeting demo data ('Demo: all-hands')" in second
     with psycopg.connect(url) as connection:

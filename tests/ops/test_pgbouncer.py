@@ -23,7 +23,6 @@ from sqlalchemy.exc import DBAPIError
 
 from ops.cluster import PgBouncer, ensure_pgbouncer, running_pgbouncer
 from tenet.app import create_app
-from tenet.db import migrate
 from tenet.db.database import Database, make_engine
 from tenet.iam.permissions import Role
 from tenet.kernel.jobs import JobRuntime, JobScope, JobSpec, execute
@@ -45,10 +44,9 @@ REPEATS = 12  # more than psycopg's prepare_threshold (5): without the setting t
 
 
 @pytest.fixture(scope="module")
-def direct_url(scratch_database) -> str:
+def direct_url(migrated_database) -> str:
     """The module's own database on the test server, migrated: what TENET_DATABASE_DIRECT_URL names."""
-    url = scratch_database("pgbouncer")
-    migrate.upgrade(url)
+    url = migrated_database("pgbouncer")
     return url
 
 

@@ -8,8 +8,8 @@ import psycopg
 from tests.support.cli import demo_loaded_twice, run_cli
 
 
-def test_the_demo_shows_every_state_once_and_keeps_every_rule(scratch_database, tmp_path):
-    url, first, second = demo_loaded_twice(scratch_database, tmp_path, "rsv_demo")
+def test_the_demo_shows_every_state_once_and_keeps_every_rule(migrated_database, tmp_path):
+    url, first, second = demo_loaded_twice(migrated_database, tmp_path, "rsv_demo")
     assert any(line.startswith("created hotel DEMO-HOTEL") and "assigned" in line for line in first)
     assert any("replayed" in line for line in first)
     assert "kept hotel DEMO-HOTEL" in second

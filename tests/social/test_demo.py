@@ -6,8 +6,8 @@ import psycopg
 from tests.support.cli import demo_loaded_twice, run_cli
 
 
-def test_social_demo_is_created_once_and_keeps_every_rule(scratch_database, tmp_path):
-    url, first, second = demo_loaded_twice(scratch_database, tmp_path, "social_demo")
+def test_social_demo_is_created_once_and_keeps_every_rule(migrated_database, tmp_path):
+    url, first, second = demo_loaded_twice(migrated_database, tmp_path, "social_demo")
     assert any(line.startswith("created social group 'Demo team'") for line in first)
     assert "kept social group 'Demo team'" in second
     with psycopg.connect(url) as connection:

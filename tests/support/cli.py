@@ -10,7 +10,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tenet.db import migrate
 from tenet.demo import load_demo
 
 
@@ -21,14 +20,13 @@ def run_cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.C
                           timeout=120, check=False)
 
 
-def demo_loaded_twice(scratch_database: Callable[[str], str], tmp_path: Path,
+def demo_loaded_twice(migrated_database: Callable[[str], str], tmp_path: Path,
                       name: str) -> tuple[str, list[str], list[str]]:
     """A new database `name` migrated to head, `tenet demo` loaded on it twice: (its URL, the first run's report
     lines, the second's). Synchronous: alembic and the loader run their own event loops."""
     from tests.conftest import test_settings
 
-    url = scratch_database(name)
-    migrate.upgrade(url)
+    url = migrated_database(name)
     settings = test_settings(data_dir=tmp_path)
     first = asyncio.run(load_demo(settings, url))
     second = asyncio.run(load_demo(settings, url))

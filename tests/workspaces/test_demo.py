@@ -7,8 +7,8 @@ import psycopg
 from tests.support.cli import demo_loaded_twice, run_cli
 
 
-def test_demo_workspace_is_created_once_and_keeps_every_rule(scratch_database, tmp_path):
-    url, first, second = demo_loaded_twice(scratch_database, tmp_path, "ws_demo")
+def test_demo_workspace_is_created_once_and_keeps_every_rule(migrated_database, tmp_path):
+    url, first, second = demo_loaded_twice(migrated_database, tmp_path, "ws_demo")
     assert any(line.startswith("created workspace 'Demo workspace'") for line in first)
     assert "kept workspace 'Demo workspace'" in second
     with psycopg.connect(url) as connection:

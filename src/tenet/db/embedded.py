@@ -174,13 +174,17 @@ def database_url(server_url: str, database: str) -> str:
     return f"{prefix}/{database}" + (f"?{query}" if query else "")
 
 
-def ensure_database(server_url: str, database: str) -> str:
-    """Create `database` on the server when missing; answer its URL."""
+def ensure_database(server_url: str, database: str, *, template: str | None = None) -> str:
+    """Create `database` on the server when missing (a copy of `template` when given: nobody may be connected
+    to it); answer its URL."""
     with psycopg.connect(server_url, autocommit=True) as connection:
         exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
         if not exists:
             log.info("creating database %s", database)
-            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+            statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database))
+            if template is not None:
+                statement += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+            connection.execute(statement)
     return database_url(server_url, database)
 
 

@@ -11,7 +11,6 @@ import psycopg
 import pytest
 from sqlalchemy import text
 
-from tenet.db import migrate
 from tenet.meetings.legacy.qr import live_meeting_ids, store_codes_of
 from tenet.meetings.legacy.sample import generate
 from tests.meetings.legacy.test_import import run
@@ -82,9 +81,8 @@ def _count(url: str, table: str) -> int:
 
 
 @pytest.fixture
-def cli_database(scratch_database) -> str:
-    url = scratch_database("legacy_cli")
-    migrate.upgrade(url)
+def cli_database(migrated_database) -> str:
+    url = migrated_database("legacy_cli")
     return url
 
 

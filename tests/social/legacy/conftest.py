@@ -13,7 +13,6 @@ import psycopg
 import pytest
 from tests.conftest import test_settings
 
-from tenet.db import migrate
 from tenet.db.database import Database, libpq_url
 from tenet.iam.passwords import Passwords
 from tenet.social.legacy import sample
@@ -43,10 +42,9 @@ class Setup:
 
 
 @pytest.fixture
-def tenet_url(scratch_database, request) -> str:
+def tenet_url(migrated_database, request) -> str:
     name = re.sub(r"[^a-z0-9]", "", request.node.name.lower())[-30:]
-    url = scratch_database(f"sl_{name}")
-    migrate.upgrade(url)
+    url = migrated_database(f"sl_{name}")
     return url
 
 

@@ -102,13 +102,9 @@ async def test_dirty_rows_are_refused_with_their_reasons_never_dropped_silently(
 
 
 @pytest.fixture
-def second_url(scratch_database, request) -> str:
-    from tenet.db import migrate
-
+def second_url(migrated_database, request) -> str:
     suffix = request.node.callspec.id if hasattr(request.node, "callspec") else "race"
-    url = scratch_database(f"sl_one_run_{suffix}")
-    migrate.upgrade(url)
-    return url
+    return migrated_database(f"sl_one_run_{suffix}")
 
 
 @pytest.mark.parametrize("stop_after", [1, 4, 9])

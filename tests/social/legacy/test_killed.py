@@ -20,11 +20,9 @@ from tenet.social.legacy.backfill import backfill
 
 
 @pytest.fixture
-def one_run_url(scratch_database) -> str:
-    from tenet.db import migrate
+def one_run_url(migrated_database) -> str:
 
-    url = scratch_database("sl_killed_one_run")
-    migrate.upgrade(url)
+    url = migrated_database("sl_killed_one_run")
     return url
 
 
