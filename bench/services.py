@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -64,6 +65,7 @@ class BenchDatabase:
     name: str
     url: str | None = None
     _server_url: str | None = field(default=None, repr=False)  # DATABASE_URL mode: where to DROP from
+    secret_key: str = field(default_factory=lambda: secrets.token_urlsafe(48), repr=False)
     _embedded: object | None = field(default=None, repr=False)  # our handle on the embedded server
 
     @classmethod
@@ -90,6 +92,9 @@ class BenchDatabase:
         if self.mode == "database_url":
             assert self.url is not None
             env["DATABASE_URL"] = self.url
+            # A shared database makes `serve` insist on one signing key for every process (it refuses to start
+            # without): the bench's processes share this run's, unless the environment gives one.
+            env["TENET_SECRET_KEY"] = os.environ.get("TENET_SECRET_KEY") or self.secret_key
         return env
 
     def join_embedded(self) -> None:

@@ -97,4 +97,9 @@ def short_time(zone: str) -> Callable[[datetime], str]:
     """Times of a long list as `2026-12-02 14:05` in the viewer's zone: read alike in both languages, and cheap
     enough for a page of rows redrawn every few seconds (Babel's formats cost more than the page's queries)."""
     tz = ZoneInfo(zone)
-    return lambda value: value.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+
+    def short(value: datetime) -> str:
+        local = value.astimezone(tz)  # an f-string, as strftime parses its format on every call
+        return f"{local.year:04d}-{local.month:02d}-{local.day:02d} {local.hour:02d}:{local.minute:02d}"
+
+    return short

@@ -60,9 +60,9 @@ def order_rows(rows: list[Any], order_states: Mapping[str, str], *, prefix: str,
     parts = []
     for o in rows:
         counts = o["task_counts"]
-        name = escape(o["order_business_key"] or o["temporary_order_code"] or "")
+        name = str(escape(o["order_business_key"] or o["temporary_order_code"] or ""))
         if o["display_name"]:
-            name += Markup(" · ") + o["display_name"]
+            name += " · " + str(escape(o["display_name"]))
         parts.append(
             f'<tr data-order="{o["id"]}" data-status="{escape(o["order_status"])}"><td>'
             f'<a id="open-order-{o["id"]}" href="{desk}/orders/{o["id"]}">{name}</a></td>'
