@@ -14,7 +14,7 @@ must see objects the session added): the session does not know what these statem
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -39,6 +39,13 @@ class Statements:
         async with self._connection.cursor() as cursor:
             await cursor.execute(sql, params)
             return cursor.rowcount
+
+    async def executemany(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
+        """Run one statement for each of `params`, sent together (psycopg pipelines them): a batch's bookkeeping
+        rows in one round trip instead of one each."""
+        if params:
+            async with self._connection.cursor() as cursor:
+                await cursor.executemany(sql, params)
 
     async def all(self, sql: str, params: Params = None) -> list[Row]:
         async with self._connection.cursor(row_factory=dict_row) as cursor:

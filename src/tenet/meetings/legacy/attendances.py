@@ -37,6 +37,7 @@ def _device(value: Any) -> str | None:
 
 class Attendances:
     name = "attendances"
+    repeatable_writes = True  # what a plan reads (people, devices) is settled when planned, not when written
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+import psycopg
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -71,6 +72,7 @@ class Plan:
     target: str | None = None  # the Tenet key when the plan already knows it (kept meeting ids, merged users)
     owned: bool = True
     source: dict[str, Any] | None = None  # fingerprinted instead of `values` when set (append-only rows)
+    key: str = ""  # the legacy row's id, set by the engine once planned (not fingerprinted)
 
     @property
     def digest(self) -> str:
@@ -111,12 +113,24 @@ class TableSpec(Protocol):
     def remember(self, key: str, target: str, plan: Plan | None) -> None: ...
 
 
-def problem(exc: DBAPIError) -> str:
+# What the database refusing a write raises: through the session (SQLAlchemy's wrapper) or through
+# kernel.statements (psycopg's own error).
+DatabaseRefusal = (DBAPIError, psycopg.Error)
+
+
+def problem(exc: DBAPIError | psycopg.Error) -> str:
     """The reason a refused write gives: the constraint the database named, else its first line."""
-    diag = getattr(exc.orig, "diag", None)
+    error = exc.orig if isinstance(exc, DBAPIError) else exc
+    diag = getattr(error, "diag", None)
     name = getattr(diag, "constraint_name", None)
-    first = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+    first = str(error).splitlines()[0] if error is not None else str(exc)
     return f"refused by the database ({name}): {first}" if name else f"refused by the database: {first}"
+
+
+async def _savepoint_now(session: AsyncSession) -> None:
+    """SQLAlchemy sends a nested transaction's SAVEPOINT when the session next uses its connection; a writer that
+    runs only kernel.statements never does, so the savepoint is asked for here, before the writes it guards."""
+    await session.connection()
 
 
 @dataclass
@@ -131,63 +145,107 @@ class TableRun:
     touched: set[str] = field(default_factory=set)
     conflicted: set[str] = field(default_factory=set)
 
-    async def row(self, session: AsyncSession, row: dict[str, Any]) -> None:
+    async def rows(self, session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+        """A batch of legacy rows, in one unit of work. A table whose writes can be repeated
+        (`repeatable_writes`: writing a planned row changes nothing a later plan reads) writes the whole batch
+        under one savepoint, and only when the database or the writer refuses one of them goes again row by row,
+        each under its own savepoint, to name the refused row and keep the others; any other table goes row by
+        row, plan and write in turn. The mapping rows are saved together at the end."""
+        saved: list[dict[str, Any]] = []
+        if getattr(self.spec, "repeatable_writes", False):
+            planned = [decided for decided in map(self._decide, rows) if decided is not None]
+            if not await self._write_together(session, planned, saved):
+                for key, existing, plan in planned:
+                    await self._write_alone(session, key, existing, plan, saved)
+        else:
+            for row in rows:
+                decided = self._decide(row)
+                if decided is not None:
+                    await self._write_alone(session, *decided, saved)
+        await (await statements(session)).executemany(SAVE_MAPPING, saved)
+
+    def _decide(self, row: dict[str, Any]) -> tuple[str, Mapped | None, Plan] | None:
+        """The row's plan, or None when nothing is to be written (skipped, refused, or kept as a conflict)."""
         key = str(row["id"])
         existing = self.mapping.get(key)
         try:
             plan = self.spec.plan(row, existing)
         except Skipped as skipped:
             self.report.skip(skipped.reason)
-            return
+            return None
         except Refused as refused:
             self.report.refused.append((key, refused.reason))
-            return
+            return None
+        plan.key = key
         if existing is not None and key in self.conflicted:
             self.kept.add(key)
             self.spec.remember(key, existing.target, plan)
-            return
+            return None
+        return key, existing, plan
+
+    async def _write_together(self, session: AsyncSession, planned: list[tuple[str, Mapped | None, Plan]],
+                              saved: list[dict[str, Any]]) -> bool:
+        """Every planned row under one savepoint; False (nothing written) when one of them is refused."""
+        written = []
         try:
             async with session.begin_nested():
-                target, owned = await self._write(session, key, existing, plan)
-        except Refused as refused:
-            if existing is not None:
-                self.kept.add(key)
-                self.spec.remember(key, existing.target, plan)
-                self.report.conflicts.append((key, refused.reason))
+                await _savepoint_now(session)
+                for key, existing, plan in planned:
+                    written.append((key, plan, *await self._apply(session, existing, plan)))
+        except (Refused, *DatabaseRefusal):
+            return False
+        for key, plan, target, owned, kind in written:
+            self._succeeded(key, plan, target, owned, kind, saved)
+        return True
+
+    async def _write_alone(self, session: AsyncSession, key: str, existing: Mapped | None, plan: Plan,
+                           saved: list[dict[str, Any]]) -> None:
+        """One row under its own savepoint: a refusal is listed (a conflict for a row imported before, its Tenet
+        row kept) and the batch goes on."""
+        try:
+            async with session.begin_nested():
+                await _savepoint_now(session)
+                target, owned, kind = await self._apply(session, existing, plan)
+        except (Refused, *DatabaseRefusal) as exc:
+            reason = exc.reason if isinstance(exc, Refused) else problem(exc)
+            if existing is None:
+                self.report.refused.append((key, reason))
                 return
-            self.report.refused.append((key, refused.reason))
+            self.kept.add(key)
+            self.spec.remember(key, existing.target, plan)
+            if not isinstance(exc, Refused):
+                reason = "the newer row could not be applied: " + reason
+            self.report.conflicts.append((key, reason))
             return
-        except DBAPIError as exc:
-            if existing is not None:
-                self.kept.add(key)
-                self.spec.remember(key, existing.target, plan)
-                self.report.conflicts.append((key, "the newer row could not be applied: " + problem(exc)))
-                return
-            self.report.refused.append((key, problem(exc)))
-            return
+        self._succeeded(key, plan, target, owned, kind, saved)
+
+    async def _apply(self, session: AsyncSession, existing: Mapped | None, plan: Plan) -> tuple[str, bool, str]:
+        """Write the plan: the Tenet key, whether the import owns the row, and what was done (inserted, updated,
+        unchanged). Changes nothing of the run, so a batch rolled back can be written again."""
+        if existing is None:
+            target, owned = await self.spec.insert(session, plan)
+            return target, owned, "inserted"
+        if existing.source_digest == plan.digest:
+            return existing.target, existing.owned, "unchanged"
+        if not existing.owned:
+            return existing.target, False, "unchanged"  # an account that was Tenet's before the import: never changed
+        return await self.spec.update(session, existing, plan), True, "updated"
+
+    def _succeeded(self, key: str, plan: Plan, target: str, owned: bool, kind: str,
+                   saved: list[dict[str, Any]]) -> None:
+        if kind == "inserted":
+            self.report.inserted += 1
+            self.touched.add(key)
+        elif kind == "updated":
+            self.report.updated += 1
+            self.touched.add(key)
+        else:
+            self.report.unchanged += 1
         self.kept.add(key)
         self.report.notes.extend((key, note) for note in plan.notes)
         self.spec.remember(key, target, plan)
-        await (await statements(session)).execute(SAVE_MAPPING, {
-            "table": self.spec.name, "key": key, "target": target, "owned": owned, "digest": plan.digest,
-            "now": self.now})
-
-    async def _write(self, session: AsyncSession, key: str, existing: Mapped | None, plan: Plan) -> tuple[str, bool]:
-        if existing is None:
-            target, owned = await self.spec.insert(session, plan)
-            self.report.inserted += 1
-            self.touched.add(key)
-            return target, owned
-        if existing.source_digest == plan.digest:
-            self.report.unchanged += 1
-            return existing.target, existing.owned
-        if not existing.owned:
-            self.report.unchanged += 1  # an account that was Tenet's before the import: never changed by it
-            return existing.target, False
-        target = await self.spec.update(session, existing, plan)
-        self.report.updated += 1
-        self.touched.add(key)
-        return target, True
+        saved.append({"table": self.spec.name, "key": key, "target": target, "owned": owned, "digest": plan.digest,
+                      "now": self.now})
 
 
 async def load_mapping(db: Database, table: str) -> dict[str, Mapped]:
@@ -215,8 +273,7 @@ async def import_table(db: Database, source: LegacyFile, run: TableRun, progress
 
     async def flush() -> None:
         async with db.unit_of_work() as session:
-            for row in batch:
-                await run.row(session, row)
+            await run.rows(session, batch)
         progress.advance(len(batch))
         batch.clear()
 

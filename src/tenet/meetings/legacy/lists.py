@@ -25,13 +25,13 @@ from tenet.meetings.models import MeetingRequiredAttendee, TemplateAttendee
 
 class _List:
     name = ""
+    repeatable_writes = True  # a row written again (its batch rolled back) lists the same person by the same key
     parent_column = ""
     model: Any = None
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.listed: dict[str, str] = {}
-        self.current = ""
 
     def parent(self, row: dict[str, Any]) -> str:
         raise NotImplementedError
@@ -50,7 +50,6 @@ class _List:
         return (found, None) if found is not None else (None, email)
 
     def plan(self, row: dict[str, Any], existing: Mapped | None) -> Plan:
-        self.current = str(row["id"])  # the engine writes the row it planned last
         parent = self.parent(row)
         user, email = self.person(row)
         return Plan({"parent": parent, "user": str(user) if user else None, "email": email})
@@ -69,7 +68,7 @@ class _List:
         return user
 
     async def insert(self, session: AsyncSession, plan: Plan) -> tuple[str, bool]:
-        user = await self._resolve(session, plan, self.current)
+        user = await self._resolve(session, plan, plan.key)
         parent = self._parent_value(plan.values["parent"])
         done = await session.execute(pg_insert(self.model).values({
             self.parent_column: parent, "user_id": user, "added_at": self.ctx.now, "added_by_id": None,

@@ -103,6 +103,7 @@ def scrub(value: Any, dropped: set[str]) -> Any:
 
 class AuditLogs:
     name = "audit_logs"
+    repeatable_writes = True  # one row each, nothing remembered
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
