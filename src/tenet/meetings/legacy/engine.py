@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -268,6 +269,14 @@ async def find_conflicts(db: Database, run: TableRun) -> None:
 
 
 async def import_table(db: Database, source: LegacyFile, run: TableRun, progress: Progress) -> None:
+    started = time.monotonic()
+    try:
+        await _import_rows(db, source, run, progress)
+    finally:
+        run.report.seconds += time.monotonic() - started
+
+
+async def _import_rows(db: Database, source: LegacyFile, run: TableRun, progress: Progress) -> None:
     progress.start(run.spec.name, source.count(run.spec.name))
     batch: list[dict[str, Any]] = []
 
@@ -336,8 +345,7 @@ async def store_fingerprints(db: Database, runs: Iterable[TableRun]) -> None:
             chunk = [k for k in keys[start:start + BATCH] if k in mapping and mapping[k].owned]
             async with db.unit_of_work() as session:
                 found = await run.spec.fingerprints(session, sorted({mapping[k].target for k in chunk}))
-                handle = await statements(session)
-                for key in chunk:
-                    await handle.execute(SET_ROW_DIGEST, {"table": run.spec.name, "key": key,
-                                                          "row_digest": found.get(mapping[key].target)})
+                await (await statements(session)).executemany(SET_ROW_DIGEST, [
+                    {"table": run.spec.name, "key": key, "row_digest": found.get(mapping[key].target)}
+                    for key in chunk])
 

@@ -10,6 +10,7 @@ except where Tenet changed an imported row since (a conflict, reported, Tenet's 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -116,8 +117,10 @@ async def import_file(db: Database, path: Path, *, settings: BaseSettings, now: 
     meeting_run = runs[2][0]
     live = sorted(f.id for key, f in ctx.meetings.items() if key in meeting_run.kept and f.tenet_status != "DELETED")
     base_url = ctx.defaults.public_base_url
+    started = time.monotonic()
     report.qr_codes = await store_codes_of(db, await stale(db, live, base_url=base_url), base_url=base_url, now=now,
                                            progress=progress)
+    report.qr_seconds = time.monotonic() - started
     await store_fingerprints(db, [run for run, _ in runs])
     async with db.unit_of_work() as session:
         from psycopg.types.json import Jsonb

@@ -46,6 +46,7 @@ class _Writer:
     def __init__(self, connection: sqlite3.Connection, rng: random.Random, around: datetime) -> None:
         self.db, self.rng, self.around = connection, rng, around
         self.sample_counts: dict[str, int] = {}
+        self.invited = (3, 5)  # required attendees of a meeting, at least and at most
 
     def cuid(self) -> str:
         return "c" + "".join(self.rng.choices(string.ascii_lowercase + string.digits, k=24))
@@ -116,7 +117,7 @@ def _people(writer: _Writer, size: int) -> tuple[list[str], list[str]]:
 
 def _attendees_and_attendances(writer: _Writer, meeting_id: str, start: datetime, people: list[str]) -> None:
     rng = writer.rng
-    invited = rng.sample(people[3:], k=min(len(people) - 3, rng.randint(3, 5)))
+    invited = rng.sample(people[3:], k=min(len(people) - 3, rng.randint(*writer.invited)))
     for user_id in invited:
         writer.insert("meeting_required_attendees", id=writer.cuid(), meetingId=meeting_id, userId=user_id,
                       createdAt=_ms(start - timedelta(days=9)))
@@ -161,14 +162,16 @@ def _templates(writer: _Writer, people: list[str]) -> None:
 
 
 def generate(path: Path, *, size: int = 20, dirty: bool = False, seed: int = 1,
-             around: datetime | None = None) -> Sample:
-    """Write a new legacy file at `path` (replaced if present) with about `size` meetings."""
+             around: datetime | None = None, invited: tuple[int, int] = (3, 5)) -> Sample:
+    """Write a new legacy file at `path` (replaced if present) with about `size` meetings, each with between
+    `invited` required attendees (and as many attendance rows, once it has taken place)."""
     around = (around or datetime.now(UTC)).astimezone(UTC)
     path.unlink(missing_ok=True)
     connection = sqlite3.connect(path)
     try:
         connection.executescript(DDL)
         writer = _Writer(connection, random.Random(seed), around)
+        writer.invited = invited
         people, _ = _people(writer, size)
         series_count = max(1, size // 12)
         _series(writer, people, series_count)
