@@ -44,6 +44,9 @@ SAVE_MAPPING = """
 SET_ROW_DIGEST = """
     UPDATE meeting_attendance.legacy_import_rows SET row_digest = %(row_digest)s
      WHERE source_table = %(table)s AND legacy_key = %(key)s"""
+OWNED_TARGETS = """
+    SELECT legacy_key, target_key FROM meeting_attendance.legacy_import_rows
+     WHERE source_table = %(table)s AND legacy_key = ANY(%(keys)s) AND owned"""
 FORGET = "DELETE FROM meeting_attendance.legacy_import_rows WHERE source_table = %(table)s AND legacy_key = %(key)s"
 
 
@@ -336,16 +339,18 @@ async def _remove_one(session: AsyncSession, run: TableRun, key: str, removable:
 
 
 async def store_fingerprints(db: Database, runs: Iterable[TableRun]) -> None:
-    """The Tenet rows as this run left them, for the next run's conflict check."""
+    """The Tenet rows as this run left them, for the next run's conflict check. A batch's mapping rows are read
+    with the batch, not the table's whole mapping at once (a large import holds enough already)."""
     for run in runs:
         keys = sorted(k for k in run.kept if k in run.touched or (k in run.mapping and run.mapping[k].row_digest is None
                                                                    and run.mapping[k].owned))
-        mapping = await load_mapping(db, run.spec.name)
         for start in range(0, len(keys), BATCH):
-            chunk = [k for k in keys[start:start + BATCH] if k in mapping and mapping[k].owned]
             async with db.unit_of_work() as session:
-                found = await run.spec.fingerprints(session, sorted({mapping[k].target for k in chunk}))
-                await (await statements(session)).executemany(SET_ROW_DIGEST, [
-                    {"table": run.spec.name, "key": key, "row_digest": found.get(mapping[key].target)}
-                    for key in chunk])
+                handle = await statements(session)
+                owned = {r["legacy_key"]: r["target_key"] for r in await handle.all(
+                    OWNED_TARGETS, {"table": run.spec.name, "keys": keys[start:start + BATCH]})}
+                found = await run.spec.fingerprints(session, sorted(set(owned.values())))
+                await handle.executemany(SET_ROW_DIGEST, [
+                    {"table": run.spec.name, "key": key, "row_digest": found.get(target)}
+                    for key, target in owned.items()])
 

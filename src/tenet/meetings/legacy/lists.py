@@ -12,11 +12,11 @@ import uuid
 from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.iam import service as iam_service
 from tenet.kernel.emails import normalize_email
+from tenet.kernel.statements import statements
 from tenet.meetings.legacy.context import Context
 from tenet.meetings.legacy.engine import PRESENT, Mapped, Plan, Refused
 from tenet.meetings.legacy.source import text_or_none
@@ -28,6 +28,7 @@ class _List:
     repeatable_writes = True  # a row written again (its batch rolled back) lists the same person by the same key
     parent_column = ""
     model: Any = None
+    insert_sql = ""
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -70,10 +71,11 @@ class _List:
     async def insert(self, session: AsyncSession, plan: Plan) -> tuple[str, bool]:
         user = await self._resolve(session, plan, plan.key)
         parent = self._parent_value(plan.values["parent"])
-        done = await session.execute(pg_insert(self.model).values({
-            self.parent_column: parent, "user_id": user, "added_at": self.ctx.now, "added_by_id": None,
-        }).on_conflict_do_nothing().returning(self.model.user_id))
-        return f"{plan.values['parent']}/{user}", done.first() is not None
+        # A plain statement (kernel.statements), not an ORM insert built per row: a large file lists as many
+        # attendees as it has attendances.
+        done = await (await statements(session)).one(self.insert_sql, {"parent": parent, "user": user,
+                                                                       "now": self.ctx.now})
+        return f"{plan.values['parent']}/{user}", done is not None
 
     def _parent_value(self, parent: str) -> Any:
         return parent
@@ -103,10 +105,17 @@ class _List:
         self.listed.setdefault(target, key)
 
 
+def _insert_sql(table: str, parent_column: str) -> str:
+    """The listing of one person; an existing listing (the person already there in Tenet) is left as it is."""
+    return (f"INSERT INTO meeting_attendance.{table} ({parent_column}, user_id, added_at, added_by_id) "  # noqa: S608
+            "VALUES (%(parent)s, %(user)s, %(now)s, NULL) ON CONFLICT DO NOTHING RETURNING user_id")
+
+
 class RequiredAttendees(_List):
     name = "meeting_required_attendees"
     parent_column = "meeting_id"
     model = MeetingRequiredAttendee
+    insert_sql = _insert_sql("meeting_required_attendees", "meeting_id")
 
     def parent(self, row: dict[str, Any]) -> str:
         return self.ctx.meeting(row["meetingId"]).id
@@ -116,6 +125,7 @@ class TemplateAttendees(_List):
     name = "template_attendees"
     parent_column = "template_id"
     model = TemplateAttendee
+    insert_sql = _insert_sql("template_attendees", "template_id")
 
     def parent(self, row: dict[str, Any]) -> str:
         legacy = str(row["templateId"] or "")
