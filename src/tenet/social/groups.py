@@ -351,6 +351,33 @@ async def remove_member(session: AsyncSession, *, group_id: uuid.UUID, principal
                        now=now, data={"user_id": user_id, "role": target.role})
 
 
+async def mirror_member(session: AsyncSession, *, group_id: uuid.UUID, user_id: uuid.UUID, role: str | None,
+                        now: datetime) -> GroupMember | None:
+    """The legacy app changed a membership while both apps write (issue 20, dual write): set the member's role
+    (admin / member), or remove the member (`role` None), as the system. Never the creator: a hand-over is the
+    group's own command (GroupCreatorCannotLeave). None when the person is no current member."""
+    group = await _lock_group(session, group_id)
+    target = await current_member(session, group_id, user_id) if group is not None else None
+    if target is None:
+        return None
+    if target.role == "creator" or role == "creator":
+        raise errors.GroupCreatorCannotLeave("The creator changes only by a hand-over in Tenet")
+    if role is None:
+        moved = await transition(session, lifecycles.GROUP_MEMBER, "remove", model=GroupMember, id=target.id,
+                                 values={"removed_at": now, "removed_by": None, "removal_reason": "removed",
+                                         "updated_at": now, "updated_by": None}, refuse=_member_refusal)
+        action = "social.group.member.removed"
+    elif role != target.role:
+        moved = await _set_role(session, target, role, now, None)
+        action = "social.group.member.role_changed"
+    else:
+        return target
+    await audit.record(session, action=action, actor=Actor.system(), subject=("group_member", target.id),
+                       scope=("group", group_id), now=now, data={"user_id": user_id, "role": role or target.role,
+                                                                 "source": "social legacy sync"})
+    return moved
+
+
 async def remove_deleted_account(session: AsyncSession, *, user_id: uuid.UUID, now: datetime) -> int:
     """AccountDeleted: in every group the account is a current member of (locked in id order), a creator first
     hands over to the oldest current admin, else the oldest current member (joined_at, then id); with nobody

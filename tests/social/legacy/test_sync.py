@@ -105,6 +105,45 @@ async def test_a_divergence_is_logged_with_its_operation_and_replays_by_time_win
     await rules_hold(clean.db)
 
 
+async def _membership(setup, member_id):
+    async with setup.db.unit_of_work() as session:
+        return tuple((await session.execute(text(
+            "SELECT m.role, m.status, m.removal_reason FROM social.group_members m WHERE m.id = :i"),
+            {"i": member_id})).one())
+
+
+@pytest.mark.invariant("SOC-INV-07")
+async def test_a_role_changed_or_a_member_removed_in_the_old_app_is_mirrored_but_never_the_creator(clean):
+    ctx = await _started(clean)
+    legacy = clean.legacy
+    rows = await (await legacy.execute(
+        "SELECT id, role FROM legacy.group_members WHERE group_id = 1 ORDER BY id")).fetchall()
+    owner = next(i for i, role in rows if role == "owner")
+    others = [(i, role) for i, role in rows if role != "owner"]
+    promoted, removed = others[0], others[1]
+    new_role = "member" if promoted[1] == "admin" else "admin"
+    tenet_ids = {i: await _mapped(clean, "group_members", i) for i in (owner, promoted[0], removed[0])}
+    await legacy.execute("UPDATE legacy.group_members SET role = %s WHERE id = %s", (new_role, promoted[0]))
+    await legacy.execute("DELETE FROM legacy.group_members WHERE id = %s", (removed[0],))
+    await legacy.execute("UPDATE legacy.group_members SET role = 'member' WHERE id = %s", (owner,))  # not mirrored
+    await legacy.execute("DELETE FROM legacy.group_members WHERE id = %s", (owner,))  # not mirrored either
+
+    assert await sync.apply_log(clean.db, legacy, ctx) == (2, 2)
+    assert await _membership(clean, tenet_ids[promoted[0]]) == (new_role, "active", None)
+    assert (await _membership(clean, tenet_ids[removed[0]]))[1:] == ("removed", "removed")
+    assert (await _membership(clean, tenet_ids[owner]))[:2] == ("creator", "active")  # one creator, kept
+    async with clean.db.unit_of_work() as session:
+        logged = (await session.execute(text(
+            "SELECT operation, code FROM social_legacy.differences WHERE phase = 'sync' AND source_table = "
+            "'group_members' ORDER BY id"))).all()
+        actors = (await session.execute(text(
+            "SELECT actor_type FROM kernel.audit_log WHERE action IN ('social.group.member.role_changed', "
+            "'social.group.member.removed') AND data->>'source' = 'social legacy sync'"))).scalars().all()
+    assert [tuple(r) for r in logged] == [("UPDATE", "NOT_MIRRORED"), ("DELETE", "NOT_MIRRORED")]
+    assert sorted(actors) == ["system", "system"]
+    await rules_hold(clean.db)
+
+
 async def test_uninstall_stops_the_capture(clean):
     await _started(clean)
     await sync.uninstall(clean.legacy, "legacy")

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.kernel.errors import DomainError
 from tenet.kernel.statements import statements
 from tenet.social import groups, items, todos
 from tenet.social.legacy.engine import Context, Refused, mapped_id, require_mapped
@@ -73,7 +74,7 @@ async def member_upsert(session: AsyncSession, ctx: Context, row: dict[str, Any]
         role = "member"
     run = await statements(session)
     if mapped is not None:
-        return mapped  # role changes are the group's own commands; sync notes nothing to mirror
+        return await _mirror_role(session, ctx, mapped, role)
     if role == "creator":
         creator = await run.one("SELECT m.id FROM social.group_members m JOIN social.groups g ON g.id = m.group_id "
                                 "WHERE m.group_id = %(g)s AND m.user_id = %(u)s AND m.role = 'creator' "
@@ -88,8 +89,36 @@ async def member_upsert(session: AsyncSession, ctx: Context, row: dict[str, Any]
     return made["id"]
 
 
+_MEMBER = "SELECT group_id, user_id, role, status FROM social.group_members WHERE id = %(id)s"
+
+
+async def _mirror_role(session: AsyncSession, ctx: Context, mapped: uuid.UUID, role: str) -> uuid.UUID:
+    """A role the old app changed (admin / member), set in Tenet as the system; the creator changes only by a
+    hand-over in Tenet (a difference)."""
+    member = await (await statements(session)).one(_MEMBER, {"id": mapped})
+    if member is None or member["status"] == "removed" or member["role"] == role:
+        return mapped
+    try:
+        await groups.mirror_member(session, group_id=member["group_id"], user_id=member["user_id"], role=role,
+                                   now=ctx.now)
+    except DomainError as exc:
+        raise Refused("NOT_MIRRORED", f"the legacy role {role} is not mirrored: {exc.detail}") from None
+    return mapped
+
+
 async def member_remove(session: AsyncSession, ctx: Context, row: dict[str, Any], mapped: uuid.UUID | None) -> None:
-    raise Refused("NOT_MIRRORED", "a legacy membership was deleted; members leave or are removed in Tenet")
+    """A membership the old app deleted: the member is removed in Tenet as the system (never the creator: a
+    difference, the group hands over in Tenet first)."""
+    if mapped is None:
+        return
+    member = await (await statements(session)).one(_MEMBER, {"id": mapped})
+    if member is None or member["status"] == "removed":
+        return
+    try:
+        await groups.mirror_member(session, group_id=member["group_id"], user_id=member["user_id"], role=None,
+                                   now=ctx.now)
+    except DomainError as exc:
+        raise Refused("NOT_MIRRORED", f"a legacy membership was deleted: {exc.detail}") from None
 
 
 def instant(row: dict[str, Any], column: str, *, required: bool = True) -> datetime | None:
