@@ -8,13 +8,13 @@ Every answer should be 201: a distinct check-in. Each wrk run (Tenet's warm-up a
 has a meeting of its own, so the sides never answer each other's people.
 
 What Tenet does for one (src/tenet/meetings/checkin.py): verify the JWT and load the principal (users); count the
-guest rate limit in its own short transaction, only if the meeting exists (guests); then one unit of work: the
+guest rate limit in one autocommit statement, only if the meeting exists (guests); then one unit of work: the
 probe statement (the meeting, the person's live attendance, the device's) and one write statement inserting the
 attendance, its ACCEPTED scan and its audit row (plus the guest row for guests) while the insert trigger takes the
 meeting's shared advisory lock and decides the window and lateness; COMMIT. The write goes behind a savepoint sent
 in the same round trip (tenet.kernel.refusals: a refusal of the trigger is taken back and recorded); the baseline
 sets none, so what the savepoint costs shows in the ratio. Otherwise the baseline runs the same statements (Tenet's
-own SQL constants) with the same values, in the same two transactions.
+own SQL constants) with the same values, the count as one autocommit statement, then the same transaction.
 
 After the runs, `describe` counts each meeting's rows: attendances, accepted scans, live duplicates per person
 and per device (must be 0), and runs `tenet invariants check` on the database.
@@ -53,13 +53,9 @@ USER_PROBE = checkin.USER_PROBE
 USER_INSERT = checkin.USER_INSERT
 GUEST_PROBE = checkin.GUEST_PROBE
 GUEST_INSERT = checkin.GUEST_INSERT
-# Tenet counts a guest only when the meeting exists, in the same statement (issue 24 item 8).
-RATE_SQL = ("INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at) SELECT "
-            "%(bucket)s::VARCHAR, %(start)s::TIMESTAMP WITH TIME ZONE, %(hits)s::INTEGER, "
-            "%(expires)s::TIMESTAMP WITH TIME ZONE WHERE EXISTS (SELECT meeting_attendance.meetings.id FROM "
-            "meeting_attendance.meetings WHERE meeting_attendance.meetings.id = %(meeting_id)s::VARCHAR AND "
-            "meeting_attendance.meetings.status != 'DELETED'::VARCHAR) ON CONFLICT (bucket, window_start) DO UPDATE "
-            "SET hits = (kernel.rate_limit_counter.hits + 1) RETURNING kernel.rate_limit_counter.hits")
+# Tenet counts a guest only when the meeting exists, in the same statement (issue 24 item 8), on an autocommit
+# connection of its own (kernel.ratelimit.consume): its own SQL constants.
+RATE_SQL = ratelimit._COUNT_IF.format(condition=checkin._MEETING_EXISTS)
 
 
 @dataclass(frozen=True)
@@ -154,10 +150,11 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
         meeting_id = parts[6]
         rate = Rate.parse(GUEST_LIMIT)
         start = ratelimit._window_start(now, rate.window)
+        await cursor.connection.set_autocommit(True)  # Tenet counts in one autocommit statement
         await cursor.execute(RATE_SQL, {"bucket": f"ma.guest-checkin:{meeting_id}:127.0.0.1", "start": start,
-                                        "hits": 1, "expires": start + rate.window, "meeting_id": meeting_id})
+                                        "expires": start + rate.window, "meeting_id": meeting_id})
         await cursor.fetchall()
-        await cursor.connection.commit()  # Tenet counts in a transaction of its own
+        await cursor.connection.set_autocommit(False)
         guest = Guest.clean(name=body["name"], email=body.get("email"), phone=None, organization=None)
         digest = guest.digest(meeting_id)
         await cursor.execute(GUEST_PROBE, {"meeting_id": meeting_id, "digest": digest, "device_id": body["device_id"]})

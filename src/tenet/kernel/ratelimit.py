@@ -25,13 +25,13 @@ request does something slow (argon2, SMTP).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, DateTime, Table, literal, literal_column, select, text
+from sqlalchemy import Table, literal_column, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.dml import ReturningInsert
@@ -81,6 +81,23 @@ _COUNT_UNDER_LIMIT = """
      WHERE kernel.rate_limit_counter.hits < %(limit)s
     RETURNING bucket
 """
+@dataclass(frozen=True)
+class Condition:
+    """What must hold for `consume` to count, as SQL (a module constant of its domain, psycopg placeholders) with
+    its parameters; checked in the counting statement itself."""
+
+    sql: str
+    params: Mapping[str, Any]
+
+
+_ALWAYS = Condition("true", {})
+# The event counted (only when the condition holds, in the same statement): the hits of the window, or no row.
+_COUNT_IF = """
+    INSERT INTO kernel.rate_limit_counter (bucket, window_start, hits, expires_at)
+    SELECT %(bucket)s, %(start)s, 1, %(expires)s WHERE {condition}
+    ON CONFLICT (bucket, window_start) DO UPDATE SET hits = kernel.rate_limit_counter.hits + 1
+    RETURNING hits
+"""
 _RELEASE = """
     WITH released AS (
         UPDATE kernel.rate_limit_counter SET hits = hits - 1
@@ -92,16 +109,9 @@ _RELEASE = """
 """
 
 
-def _count_statement(bucket: str, start: datetime, window: timedelta,
-                     only_if: ColumnElement[bool] | None = None) -> ReturningInsert[int]:
+def _count_statement(bucket: str, start: datetime, window: timedelta) -> ReturningInsert[int]:
     table = cast(Table, RateLimitCounter.__table__)
-    if only_if is None:
-        counting = insert(table).values(bucket=bucket, window_start=start, hits=1, expires_at=start + window)
-    else:
-        counting = insert(table).from_select(
-            ["bucket", "window_start", "hits", "expires_at"],
-            select(literal(bucket), literal(start, DateTime(timezone=True)), literal(1),
-                   literal(start + window, DateTime(timezone=True))).where(only_if))
+    counting = insert(table).values(bucket=bucket, window_start=start, hits=1, expires_at=start + window)
     return (
         counting
         .on_conflict_do_update(index_elements=[table.c.bucket, table.c.window_start],
@@ -175,18 +185,20 @@ class RateLimiter:
             log.warning("could not give back rate-limit slots of %s", ", ".join(buckets), exc_info=True)
 
     async def consume(self, bucket: str, rate: Rate, now: datetime, what: str, *,
-                      error: LimitError | None = None, only_if: ColumnElement[bool] | None = None) -> Window | None:
-        """Count this event (its own short transaction) and raise 429 when it goes over the limit.
+                      error: LimitError | None = None, only_if: Condition | None = None) -> Window | None:
+        """Count this event (one statement on an autocommit connection, like `attempt`) and raise 429 when it
+        goes over the limit.
 
         With `only_if`, the event is counted only when that condition holds in the same statement, and None
         answers that it did not (nothing was written): an anonymous caller naming things that do not exist
         must not write a row per name."""
-        async with self.db.unit_of_work() as session:
-            start = _window_start(now, rate.window)
-            counted = (await session.execute(_count_statement(bucket, start, rate.window, only_if))).scalar()
-        if counted is None:
+        start = _window_start(now, rate.window)
+        condition = only_if or _ALWAYS
+        rows = await self.db.reads.write_one(_COUNT_IF.format(condition=condition.sql), {
+            **condition.params, "bucket": bucket, "start": start, "expires": start + rate.window})
+        if not rows:
             return None
-        window = Window(start, start + rate.window, int(counted))
+        window = Window(start, start + rate.window, int(rows[0]["hits"]))
         if window.hits > rate.limit:
             raise (error or _rate_limited(what))(window.retry_after(now))
         return window

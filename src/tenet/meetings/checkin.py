@@ -23,17 +23,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenet.kernel import refusals
+from tenet.kernel import ratelimit, refusals
 from tenet.kernel.context import current_request_id
 from tenet.kernel.emails import InvalidEmail, clean_email, normalize_email
 from tenet.kernel.errors import DomainError, ValidationFailed
 from tenet.kernel.statements import Row, statements
 from tenet.meetings import errors, times
 from tenet.meetings.codes import CheckInCodes
-from tenet.meetings.models import CHECKIN_MEETING_ACTIVE, CHECKIN_WINDOW, Meeting
+from tenet.meetings.models import CHECKIN_MEETING_ACTIVE, CHECKIN_WINDOW
 
 LIVE = ("PRESENT", "LATE")
 
@@ -244,9 +243,13 @@ class _Request:
         return (USER_PROBE if self.channel == "USER" else GUEST_PROBE), params
 
 
-def meeting_exists(meeting_id: str) -> ColumnElement[bool]:
+_MEETING_EXISTS = ("EXISTS (SELECT 1 FROM meeting_attendance.meetings WHERE id = %(meeting_id)s "
+                   "AND status <> 'DELETED')")
+
+
+def meeting_exists(meeting_id: str) -> ratelimit.Condition:
     """The condition the guest limiter counts under: the meeting exists (not DELETED)."""
-    return select(Meeting.id).where(Meeting.id == meeting_id, Meeting.status != "DELETED").exists()
+    return ratelimit.Condition(_MEETING_EXISTS, {"meeting_id": meeting_id})
 
 
 async def _refuse(session: AsyncSession, request: _Request, error: DomainError) -> DomainError:

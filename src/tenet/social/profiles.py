@@ -17,16 +17,14 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenet.kernel import audit
+from tenet.kernel import audit, ratelimit
 from tenet.kernel.audit import Actor
 from tenet.kernel.errors import DomainError, ValidationFailed
 from tenet.kernel.statements import Row, statements
 from tenet.social import errors, settings_schema
 from tenet.social.common import new_feed_id
-from tenet.social.models import Profile
 
 _PROFILE_FIELDS = ("username", "avatar_url", "bio")
 _AGENT_FIELDS = ("llm_id", "agent_type", "status")
@@ -141,9 +139,13 @@ def feed_id_of(secret: str, token: str) -> str | None:
     return feed_id if hmac.compare_digest(feed_token(secret, feed_id), token) else None
 
 
-def feed_exists(feed_id: str) -> ColumnElement[bool]:
+_FEED_EXISTS = ("EXISTS (SELECT 1 FROM social.profiles WHERE calendar_feed_id = %(feed_id)s "
+                "AND deleted_at IS NULL)")
+
+
+def feed_exists(feed_id: str) -> ratelimit.Condition:
     """The condition the feed's rate limit counts under (calendar.feed answers 404 for anything else)."""
-    return select(Profile.id).where(Profile.calendar_feed_id == feed_id, Profile.deleted_at.is_(None)).exists()
+    return ratelimit.Condition(_FEED_EXISTS, {"feed_id": feed_id})
 
 
 _RESET_FEED = """
