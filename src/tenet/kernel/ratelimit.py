@@ -29,17 +29,15 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, literal_column, text
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql.dml import ReturningInsert
 
 from tenet.db.database import Database
 from tenet.kernel.errors import DomainError, RateLimited
-from tenet.kernel.models import RateLimitCounter
 from tenet.kernel.settings import Rate
+from tenet.kernel.statements import statements
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 log = logging.getLogger(__name__)
@@ -81,6 +79,8 @@ _COUNT_UNDER_LIMIT = """
      WHERE kernel.rate_limit_counter.hits < %(limit)s
     RETURNING bucket
 """
+
+
 @dataclass(frozen=True)
 class Condition:
     """What must hold for `consume` to count, as SQL (a module constant of its domain, psycopg placeholders) with
@@ -109,24 +109,15 @@ _RELEASE = """
 """
 
 
-def _count_statement(bucket: str, start: datetime, window: timedelta) -> ReturningInsert[int]:
-    table = cast(Table, RateLimitCounter.__table__)
-    counting = insert(table).values(bucket=bucket, window_start=start, hits=1, expires_at=start + window)
-    return (
-        counting
-        .on_conflict_do_update(index_elements=[table.c.bucket, table.c.window_start],
-                               set_={"hits": table.c.hits + literal_column("1")})
-        .returning(table.c.hits)
-    )
-
-
 async def consume_in(session: AsyncSession, bucket: str, rate: Rate, now: datetime, *,
                      error: LimitError | None = None, what: str = "requests") -> Window:
     """Count one event of `bucket` in the caller's transaction; raise (429) when it goes over the limit."""
     start = _window_start(now, rate.window)
-    hits = int((await session.execute(_count_statement(bucket, start, rate.window))).scalar_one())
-    window = Window(start, start + rate.window, hits)
-    if hits > rate.limit:
+    counted = await (await statements(session)).one(_COUNT_IF.format(condition=_ALWAYS.sql), {
+        "bucket": bucket, "start": start, "expires": start + rate.window})
+    assert counted is not None  # counted unconditionally: the statement always answers its row
+    window = Window(start, start + rate.window, int(counted["hits"]))
+    if window.hits > rate.limit:
         raise (error or _rate_limited(what))(window.retry_after(now))
     return window
 

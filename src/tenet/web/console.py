@@ -73,7 +73,8 @@ def environment(language: str) -> jinja2.Environment:
     # `_` and `gettext` as one plain function with the newstyle semantics (the message is markup, the variables
     # are escaped into it, `%` always applies): Jinja's own pair goes through three context calls per message,
     # which on a queue page of ~30 labels redrawn every few seconds cost more than its statements.
-    env.globals.update(_=_fast_gettext(catalog), gettext=_fast_gettext(catalog))
+    gettext = _fast_gettext(catalog)
+    env.globals.update(_=gettext, gettext=gettext)
     return env
 
 

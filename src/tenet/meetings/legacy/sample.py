@@ -43,10 +43,11 @@ def _ms(moment: datetime) -> int:
 
 
 class _Writer:
-    def __init__(self, connection: sqlite3.Connection, rng: random.Random, around: datetime) -> None:
+    def __init__(self, connection: sqlite3.Connection, rng: random.Random, around: datetime, *,
+                 invited: tuple[int, int] = (3, 5)) -> None:
         self.db, self.rng, self.around = connection, rng, around
         self.sample_counts: dict[str, int] = {}
-        self.invited = (3, 5)  # required attendees of a meeting, at least and at most
+        self.invited = invited  # required attendees of a meeting, at least and at most
 
     def cuid(self) -> str:
         return "c" + "".join(self.rng.choices(string.ascii_lowercase + string.digits, k=24))
@@ -170,8 +171,7 @@ def generate(path: Path, *, size: int = 20, dirty: bool = False, seed: int = 1,
     connection = sqlite3.connect(path)
     try:
         connection.executescript(DDL)
-        writer = _Writer(connection, random.Random(seed), around)
-        writer.invited = invited
+        writer = _Writer(connection, random.Random(seed), around, invited=invited)
         people, _ = _people(writer, size)
         series_count = max(1, size // 12)
         _series(writer, people, series_count)
