@@ -1,6 +1,6 @@
 """The HTTP edge every domain inherits (issue 7): body limits per route (Starlette's), routes that stream
-their body bypass the idempotency layer, idempotency leases renewed while a request runs, and one writer of
-problem+json (with the request id) for every error path."""
+their body honour Idempotency-Key without buffering it, idempotency leases renewed while a request runs, and one
+writer of problem+json (with the request id) for every error path."""
 
 from __future__ import annotations
 
@@ -231,19 +231,33 @@ class TestBodiesCutShort:
         assert [r.getMessage() for r in captured_logs if r.levelno >= logging.ERROR] == []
 
 
-class TestStreamingRoutesBypassIdempotency:
-    async def test_an_upload_with_an_idempotency_key_is_not_buffered_nor_remembered(self, edge_client, db):
+class TestStreamingRoutesUnderAnIdempotencyKey:
+    async def test_an_upload_under_a_key_runs_once_and_its_retry_is_replayed_unread(self, edge_client, db):
         headers = {"Idempotency-Key": "upload-1"}
         first = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=_chunks(BIG), headers=headers)
-        second = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=_chunks(BIG), headers=headers)
+        # The retry's body is not read nor compared (it is never buffered): the key names the request.
+        second = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=b"another body", headers=headers)
         assert first.status_code == second.status_code == 200
-        assert "idempotent-replayed" not in second.headers and calls == ["upload", "upload"]
+        assert first.json() == second.json() == {"size": BIG}
+        assert second.headers["idempotent-replayed"] == "true" and calls == ["upload"]
         async with db.read_only() as session:
-            rows = (await session.execute(text("SELECT count(*) FROM kernel.idempotency_key "
-                                               "WHERE key = 'upload-1'"))).scalar_one()
-        assert rows == 0
+            state = (await session.execute(text("SELECT state FROM kernel.idempotency_key "
+                                                "WHERE key = 'upload-1'"))).scalar_one()
+        assert state == "completed"
 
-    def test_the_openapi_document_does_not_offer_the_header_on_streaming_routes(self, db, clock, tmp_path):
+    async def test_an_upload_cut_short_under_a_key_is_not_remembered(self, edge_client, db, clock, tmp_path):
+        """Nobody heard the answer to a client that went away mid-body: its retry with the key must run."""
+        app = create_app(test_settings(data_dir=tmp_path), database=db, clock=clock, run_background_tasks=False)
+        app.include_router(router)
+        status, problem = await cut_short(app, f"{API_PREFIX}/edge-test/upload", {"Idempotency-Key": "upload-2"},
+                                          b"x" * 4096)
+        assert (status, problem["code"]) == (400, "MALFORMED_REQUEST_BODY") and calls == []
+        retry = await edge_client.post(f"{API_PREFIX}/edge-test/upload", content=b"y" * 4096,
+                                       headers={"Idempotency-Key": "upload-2"})
+        assert retry.status_code == 200 and retry.json() == {"size": 4096}
+        assert "idempotent-replayed" not in retry.headers and calls == ["upload"]
+
+    def test_the_openapi_document_offers_the_header_on_streaming_routes(self, db, clock, tmp_path):
         app = create_app(test_settings(data_dir=tmp_path), database=db, clock=clock, run_background_tasks=False)
         app.include_router(router)
         paths = app.openapi()["paths"]
@@ -251,7 +265,7 @@ class TestStreamingRoutesBypassIdempotency:
         def names(path):
             return {p["name"] for p in paths[path]["post"].get("parameters", [])}
 
-        assert "Idempotency-Key" not in names(f"{API_PREFIX}/edge-test/upload")
+        assert "Idempotency-Key" in names(f"{API_PREFIX}/edge-test/upload")
         assert "Idempotency-Key" in names(f"{API_PREFIX}/edge-test/slow")
         assert "Idempotency-Key" not in names(f"{API_PREFIX}/auth/token")
 

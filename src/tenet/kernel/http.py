@@ -322,7 +322,7 @@ class TenetRoute(APIRoute):
     - 415 when the body's Content-Type is not what the route reads (FastAPI would otherwise try to
       validate a text body as JSON and answer a confusing 422);
     - `Idempotency-Key` on POST (tenet.kernel.idempotency), unless the endpoint is marked
-      `@not_idempotent` or `@streams_body`.
+      `@not_idempotent`; an endpoint marked `@streams_body` has its key fingerprinted without its body.
     """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -343,11 +343,13 @@ class TenetRoute(APIRoute):
         if "POST" not in (self.methods or set()) or not idempotency.honours_idempotency_key(self.endpoint):
             return checked
 
+        streamed = idempotency.streams_its_body(self.endpoint)
+
         async def idempotent_handler(request: Request) -> Response:
             raw_key = request.headers.get(idempotency.HEADER)
             if raw_key is None:
                 return await checked(request)
-            return await idempotency.run_idempotent(request, checked, raw_key)
+            return await idempotency.run_idempotent(request, checked, raw_key, streamed=streamed)
 
         return idempotent_handler
 

@@ -9,9 +9,11 @@ stored: they describe a moment, not the request, so a retry must run again. Nor 
 it for replay would keep the secret in plain text for a day.
 
 It runs at the route (`run_idempotent`, called by `tenet.kernel.http.TenetRoute`), so it knows what the
-route is: routes marked `@not_idempotent` (OAuth token answers) and routes that stream their body
-(`@streams_body`: uploads of hundreds of MiB, never buffered) ignore the header; every other POST reads its
-body within the route's own size limit. The caller is *authenticated* before anything is replayed: a
+route is: routes marked `@not_idempotent` (OAuth token answers) ignore the header; routes that stream their
+body (`@streams_body`: uploads of hundreds of MiB) honour it without reading the body first, so their
+fingerprint is the method, path, query and media type only (a retried upload is recognised by its key, and
+its body is never buffered nor compared; the multipart boundary, new on every attempt, is left out); every
+other POST reads its body within the route's own size limit and fingerprints it. The caller is *authenticated* before anything is replayed: a
 token of a disabled account, or one revoked since, replays nothing (the route answers 401).
 
 Serialisation: the primary key (principal, key) of `kernel.idempotency_key`. The first request claims
@@ -184,23 +186,33 @@ def not_idempotent(endpoint: F) -> F:
 
 
 def streams_body(endpoint: F) -> F:
-    """Mark a route that streams its request body (uploads): never buffered, so Idempotency-Key is ignored."""
+    """Mark a route that streams its request body (uploads): never buffered, so its Idempotency-Key's
+    fingerprint leaves the body out."""
     setattr(endpoint, STREAMS_BODY_ATTR, True)
     return endpoint
 
 
 def honours_idempotency_key(endpoint: Callable[..., Any]) -> bool:
-    return not (getattr(endpoint, NOT_IDEMPOTENT_ATTR, False) or getattr(endpoint, STREAMS_BODY_ATTR, False))
+    return not getattr(endpoint, NOT_IDEMPOTENT_ATTR, False)
+
+
+def streams_its_body(endpoint: Callable[..., Any]) -> bool:
+    return bool(getattr(endpoint, STREAMS_BODY_ATTR, False))
 
 
 PrincipalResolver = Callable[[Scope], Awaitable[str | None]]
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _fingerprint(request: Request, body: bytes) -> str:
+def _fingerprint(request: Request, body: bytes | None) -> str:
+    """What makes two requests under one key the same request. `body` None: a streamed body, not read; its
+    media type counts without parameters (a multipart boundary is new on every attempt)."""
+    content_type = request.headers.get("content-type", "")
+    if body is None:
+        content_type = content_type.split(";", 1)[0].strip().lower()
     return hashlib.sha256(b"\n".join([
         request.method.encode(), request.url.path.encode(), request.scope.get("query_string", b""),
-        request.headers.get("content-type", "").encode(), body,
+        content_type.encode(), b"" if body is None else body, b"streamed" if body is None else b"",
     ])).hexdigest()
 
 
@@ -227,8 +239,9 @@ async def _keep_claim(store: IdempotencyStore, principal: str, key: str, token: 
             log.warning("could not renew an idempotency claim", exc_info=True)
 
 
-async def run_idempotent(request: Request, handler: Handler, raw_key: str) -> Response:
-    """Run `handler` once per (principal, Idempotency-Key): claim, run and remember, or replay."""
+async def run_idempotent(request: Request, handler: Handler, raw_key: str, *, streamed: bool = False) -> Response:
+    """Run `handler` once per (principal, Idempotency-Key): claim, run and remember, or replay. `streamed`: the
+    route reads its body as a stream (an upload), so the body is neither read here nor fingerprinted."""
     if not _KEY_PATTERN.match(raw_key):
         raise errors.IdempotencyKeyInvalid("Idempotency-Key must be 1 to 255 printable ASCII characters without spaces")
     state = request.app.state
@@ -237,7 +250,8 @@ async def run_idempotent(request: Request, handler: Handler, raw_key: str) -> Re
     if principal is None:
         # The token does not authenticate: the route answers 401, and nothing is replayed or remembered.
         return await handler(request)
-    body = await request.body()  # within the route's own body limit; cached for the handler
+    # Within the route's own body limit; cached for the handler. A streamed body is left to the handler.
+    body = None if streamed else await request.body()
     store = IdempotencyStore(state.db)
     clock: Clock = state.clock
     try:
@@ -271,8 +285,9 @@ async def run_idempotent(request: Request, handler: Handler, raw_key: str) -> Re
     headers = _storable_headers(response)
     no_store = any(name.lower() == "cache-control" and "no-store" in value.lower() for name, value in headers)
     body_bytes = getattr(response, "body", None)
+    # An answer to a client that went away (an upload cut short) reached nobody: its retry must run again.
     if response.status_code in _NOT_STORED or response.status_code >= 500 or no_store \
-            or not isinstance(body_bytes, bytes | bytearray):
+            or not isinstance(body_bytes, bytes | bytearray) or await request.is_disconnected():
         await _release_quietly(store, principal, raw_key, outcome.lock_token)
         return response
     try:

@@ -212,6 +212,30 @@ class TestUploadChecks:
         assert len(long) == 255 and long.endswith(".pdf")
 
 
+class TestRetriedUploads:
+    @pytest.mark.invariant("MA-INV-26")
+    async def test_an_upload_retried_with_its_idempotency_key_stores_one_file(
+            self, agenda_api: AgendaApi, world: World, item, storage_root: Path, db):
+        """A client that lost the answer sends the upload again under the same key (another multipart boundary):
+        it gets the first answer, and one file and one row exist."""
+        key = {"Idempotency-Key": "slides-upload-1"}
+        first = await agenda_api.call("POST", f"/agenda-items/{item['id']}/attachments", world.manager,
+                                      content=multipart([("file", "slides.pdf", "application/pdf", PDF)]),
+                                      headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}", **key})
+        other = "another-boundary-0123456789"
+        again = await agenda_api.call("POST", f"/agenda-items/{item['id']}/attachments", world.manager,
+                                      content=multipart([("file", "slides.pdf", "application/pdf", PDF)],
+                                                        boundary=other),
+                                      headers={"Content-Type": f"multipart/form-data; boundary={other}", **key})
+        assert first.status_code == again.status_code == 201, again.text
+        assert again.json() == first.json() and again.headers["idempotent-replayed"] == "true"
+        async with db.read_only() as session:
+            rows = (await session.execute(text(
+                "SELECT count(*) FROM meeting_attendance.meeting_agenda_item_attachments WHERE agenda_item_id = :i"),
+                {"i": item["id"]})).scalar_one()
+        assert rows == 1 and len(storage_files(storage_root / "agenda-item")) == 1
+
+
 class TestMeetingAttachments:
     async def test_a_manager_files_minutes_with_a_category(self, agenda_api: AgendaApi, world: World, rules_hold):
         response = await agenda_api.upload_meeting(world.manager, world.meeting_id, category="MINUTES")
