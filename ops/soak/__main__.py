@@ -14,16 +14,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 
-from ops.soak import checks, faults, report
+from ops.soak import checks, faults, report, world
 from ops.soak.load import Record, run_load
 from ops.soak.topology import DATABASE, Managed, Topology
+from ops.soak.world import World
 
 RSS_FACTOR = 1.5
 RSS_SLACK_KIB = 96 * 1024
 RSS_SETTLED_AFTER = 15.0  # seconds after a process became ready before its "start" RSS is taken
-DRAIN_TIMEOUT = 120.0  # seconds the outbox may take to empty once the load stops
+DRAIN_TIMEOUT = 180.0  # seconds the outbox and the automation slots may take to finish once the load stops
 SETTLE = 5.0
 TAIL = 10.0  # seconds of load after the last fault has healed
 
@@ -33,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=600.0, help="seconds of load (120: the short soak)")
     parser.add_argument("--users", type=int, default=8, help="virtual users")
     parser.add_argument("--think", type=float, default=0.4, help="mean pause of a virtual user between requests")
+    parser.add_argument("--automations-per-minute", type=int, default=150,
+                        help="automation slots falling on each minute of the load (the workers' burst)")
     parser.add_argument("--out", type=Path, default=Path("var/soak"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -44,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         print("soak: building the topology", flush=True)
         try:
             topology.build()
+            topology.create_admin(world.ADMIN_EMAIL, world.ADMIN_PASSWORD)
         except (RuntimeError, subprocess.CalledProcessError) as exc:
             print(f"soak: could not build the topology: {exc}", file=sys.stderr)
             return 2
@@ -74,6 +79,8 @@ async def _soak(topology: Topology, args: argparse.Namespace) -> dict[str, Any]:
     notes: list[dict[str, Any]] = []
 
     injected: list[faults.Fault] = []  # when each fault actually began (the schedule's times are the earliest)
+    runs_cut: list[str] = []  # automation runs a killed worker was executing
+    made: list[World] = []
 
     async def injector() -> None:
         await loaded.wait()
@@ -86,9 +93,10 @@ async def _soak(topology: Topology, args: argparse.Namespace) -> dict[str, Any]:
             began = round(time.monotonic() - record.started, 1)
             print(f"soak: {began:6.1f} s  {fault.kind}", flush=True)
             injected.append(faults.Fault(began, fault.kind))
-            note = await asyncio.to_thread(faults.inject, topology, fault, n)
+            outcome = await asyncio.to_thread(faults.inject, topology, fault, n)
+            runs_cut.extend(outcome.runs_cut)
             took = time.monotonic() - record.started - began
-            notes.append({"at": began, "kind": fault.kind, "note": f"{note}; whole again after {took:.0f} s"})
+            notes.append({"at": began, "kind": fault.kind, "note": f"{outcome.note}; whole again after {took:.0f} s"})
         # The load runs its full duration, and on for TAIL seconds after the last fault has healed.
         await asyncio.sleep(max(TAIL, record.started + args.duration - time.monotonic()))
         stop.set()
@@ -96,25 +104,41 @@ async def _soak(topology: Topology, args: argparse.Namespace) -> dict[str, Any]:
     print(f"soak: load for {args.duration:.0f} s, {len(plan)} faults", flush=True)
     loaded = asyncio.Event()
     load = asyncio.create_task(run_load(topology.base_url, users=args.users, think=args.think, record=record,
-                                        stop=stop, loaded=loaded))
+                                        stop=stop, loaded=loaded, duration=args.duration,
+                                        automations_per_minute=args.automations_per_minute, prepared=made.append))
     await asyncio.gather(load, injector())
     plan = injected
-    print("soak: load done; waiting for the outbox to drain", flush=True)
-    drained = await asyncio.to_thread(_drain_outbox, topology)
+    slots = _due_slots(made[0])
+    print(f"soak: load done; waiting for the outbox to drain and {len(slots)} automation slots to run", flush=True)
+    drained = await asyncio.to_thread(_drain, topology, slots)
     await asyncio.sleep(SETTLE)
     sampling.set()
     sampler.join(5)
-    return _checks(topology, record, plan, notes, baseline.get("connections", {}), drained, args)
+    async with httpx.AsyncClient(base_url=topology.base_url, timeout=30) as client:
+        differ = await checks.downloads_differ(client, (world.ADMIN_EMAIL, world.ADMIN_PASSWORD), record.uploads)
+    context = {"world": made[0], "slots": slots, "runs_cut": runs_cut, "downloads_differ": differ}
+    return _checks(topology, record, plan, notes, baseline.get("connections", {}), drained, args, context)
 
 
-def _drain_outbox(topology: Topology) -> bool:
+def _due_slots(made: World) -> list[tuple[str, dt.datetime]]:
+    """The automations whose slot has come by the end of the load: each must run exactly once."""
+    now = dt.datetime.now(dt.UTC)
+    return [(a.id, a.slot) for a in made.automations if a.slot <= now]
+
+
+def _drain(topology: Topology, slots: list[tuple[str, dt.datetime]]) -> bool:
+    """Until no due mail is pending and every due automation slot's run has finished (or DRAIN_TIMEOUT)."""
     assert topology.cluster is not None
     deadline = time.monotonic() + DRAIN_TIMEOUT
+    jobs = [j for j, _ in slots]
     with psycopg.connect(topology.cluster.primary.url(DATABASE), autocommit=True) as connection:
         while time.monotonic() < deadline:
-            row = connection.execute("SELECT count(*) FROM kernel.email_outbox "
-                                     "WHERE status = 'pending' AND next_attempt_at <= now()").fetchone()
-            if row is not None and row[0] == 0:
+            mail = connection.execute("SELECT count(*) FROM kernel.email_outbox "
+                                      "WHERE status = 'pending' AND next_attempt_at <= now()").fetchone()
+            finished = connection.execute(
+                "SELECT count(*) FROM social.automation_runs WHERE job_id = ANY(%s::uuid[]) "
+                "AND status IN ('succeeded', 'failed')", (jobs,)).fetchone()
+            if mail is not None and mail[0] == 0 and finished is not None and finished[0] >= len(slots):
                 return True
             time.sleep(0.5)
     return False
@@ -134,7 +158,8 @@ def _rss(process: Managed) -> dict[str, Any]:
 
 
 def _checks(topology: Topology, record: Record, plan: list[faults.Fault], notes: list[dict[str, Any]],
-            connections_start: dict[str, int], drained: bool, args: argparse.Namespace) -> dict[str, Any]:
+            connections_start: dict[str, int], drained: bool, args: argparse.Namespace,
+            context: dict[str, Any]) -> dict[str, Any]:
     assert topology.cluster is not None and topology.smtp is not None
     results: list[dict[str, Any]] = []
 
@@ -158,6 +183,8 @@ def _checks(topology: Topology, record: Record, plan: list[faults.Fault], notes:
     check("tenet invariants check", invariants.returncode == 0, said.replace("|", "/")[:300])
 
     mail = checks.check_mail(record.invited, [checks.Mail(to, mid) for _, to, mid in topology.smtp.received])
+    _check_effects(direct, record, context, check)
+
     check("mail sent at least once, duplicates share Message-ID", mail.ok and drained,
           f"{mail.expected} invitations, {mail.received} deliveries, {mail.duplicates} duplicate deliveries, "
           f"{len(mail.never_received)} never received, {len(mail.split)} with different Message-IDs"
@@ -195,6 +222,28 @@ def _checks(topology: Topology, record: Record, plan: list[faults.Fault], notes:
         "lost": [{"kind": a.kind, "id": a.id} for a in lost],
         "_samples": record.samples, "_faults": plan,
     }
+
+
+def _check_effects(direct: str, record: Record, context: dict[str, Any], check: Any) -> None:
+    """Exactly once, where a retry or a killed worker could have done a thing twice or not at all."""
+    made: World = context["world"]
+    with psycopg.connect(direct, autocommit=True) as connection:
+        slots = checks.check_slots(connection, context["slots"])
+        cut = checks.check_runs_cut(connection, context["runs_cut"])
+        abandoned = checks.abandoned_jobs(connection)
+        extra = checks.unacknowledged_uploads(connection, [m.item_id for m in made.meetings], record.uploads)
+    check("every automation slot ran once", slots.ok,
+          f"{slots.expected} slots due, {slots.ran_once} ran once with one digest; missing "
+          f"{slots.missing[:3]}, not succeeded {slots.not_succeeded[:3]}, effects {slots.effects_not_once[:3]}")
+    check("a worker killed mid-job: its work done once by another worker", cut.ok and abandoned.ok,
+          f"{len(context['runs_cut'])} automation runs cut: {cut.detail}; procrastinate jobs abandoned by a dead "
+          f"worker: {abandoned.detail}")
+    given_up = record.abandoned.count("upload")
+    bad: list[str] = context["downloads_differ"]
+    check("uploads: bytes intact through any host, none stored twice", not bad and extra <= given_up,
+          f"{len(record.uploads)} acknowledged uploads downloaded and hashed, {len(bad)} differ"
+          f"{': ' + ', '.join(bad[:3]) if bad else ''}; {extra} stored files no acknowledgement names "
+          f"({given_up} uploads given up by the client)")
 
 
 if __name__ == "__main__":

@@ -1,28 +1,36 @@
-"""The soak's load generator: virtual users through the load balancer, each a loop of mixed reads and writes
-(workspaces, invitations with mail, social todos and groups, and their reads). Every answer is a Sample; every
-write the service acknowledged is an Ack (checked against the database at the end); every invitation's address is
-kept (its mail is checked against the SMTP server). A write is retried with the same Idempotency-Key on what a
-client retries (a connection error, 502/503/504, 409 while the first attempt is still running), honouring
-Retry-After: the retry must land as exactly one effect.
+"""The soak's load generator: virtual users through the load balancer, each a loop of weighted steps, reads and
+writes of every system: workspaces and invitations (with mail), social todos, groups and the inbox, meeting
+check-ins by users and by guests without an account, uploads to an agenda item, the SuperAgent's AI batches, and
+their reads (ops/soak/world.py makes what these act on). Every answer is a Sample; every write the service
+acknowledged is an Ack (checked against the database at the end, an upload's bytes included); every invitation's
+address is kept (its mail is checked against the SMTP server). A write is retried with the same Idempotency-Key
+on what a client retries (a connection error, 502/503/504, 409 while the first attempt is still running),
+honouring Retry-After: the retry must land as exactly one effect.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
+import string
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from ops.soak.checks import Ack
+from ops.soak import world as soak_world
+from ops.soak.checks import Ack, Upload
+from ops.soak.world import MA, World
 
 PASSWORD = "a soak password 1"
 RETRYABLE = {502, 503, 504}
 WRITE_ATTEMPTS = 12
 WRITE_DEADLINE = 90.0  # seconds a client keeps retrying one write
+UPLOAD_BYTES = (8 * 1024, 128 * 1024)
 
 
 @dataclass(frozen=True)
@@ -39,13 +47,14 @@ class Record:
     started: float = field(default_factory=time.monotonic)
     samples: list[Sample] = field(default_factory=list)
     acks: list[Ack] = field(default_factory=list)
+    uploads: list[Upload] = field(default_factory=list)
     invited: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)  # writes never acknowledged (not a loss: never promised)
     replayed: int = 0
 
     def note(self, op: str, status: int, began: float, retry_after: bool = False) -> None:
         now = time.monotonic()
-        self.samples.append(Sample(began - self.started, op, status, now - began, retry_after))
+        self.samples.append(Sample(max(0.0, began - self.started), op, status, now - began, retry_after))
 
 
 class VirtualUser:
@@ -56,7 +65,10 @@ class VirtualUser:
         self.random = random.Random(seed)
         self.email = f"soak-{n}-{uuid.uuid4().hex[:6]}@example.com"
         self.token = ""
+        self.user_id = ""
         self.workspaces: list[str] = []
+        self.world: World | None = None
+        self.checked_in: set[str] = set()  # meetings this user has checked in to
 
     @property
     def headers(self) -> dict[str, str]:
@@ -72,17 +84,25 @@ class VirtualUser:
         self.record.note(op, response.status_code, began, "retry-after" in response.headers)
         return response
 
-    async def write(self, op: str, url: str, body: dict[str, Any], *, auth: bool = True,
-                    form: bool = False) -> httpx.Response | None:
-        """POST until acknowledged or given up, always with the same Idempotency-Key."""
+    async def write(self, op: str, url: str, body: dict[str, Any] | None = None, *, auth: bool = True,
+                    form: bool = False, files: dict[str, Any] | None = None, content: bytes | None = None,
+                    token: Callable[[], Awaitable[dict[str, str]]] | None = None) -> httpx.Response | None:
+        """POST until acknowledged or given up, always with the same Idempotency-Key. `files` is sent as
+        multipart/form-data (a new boundary on every attempt, as real clients do); `token` gives other
+        credentials than the user's (the SuperAgent's) and renews them on 401."""
         key = uuid.uuid4().hex
         deadline = time.monotonic() + WRITE_DEADLINE
         for _ in range(WRITE_ATTEMPTS):
-            headers = {"Idempotency-Key": key, **(self.headers if auth else {})}
-            payload = {"data": body} if form else {"json": body}
+            credentials = (await token()) if token is not None else (self.headers if auth else {})
+            headers = {"Idempotency-Key": key, **credentials}
+            payload: dict[str, Any] = (
+                {"files": files} if files is not None else {"content": content} if content is not None
+                else {"data": body} if form else {"json": body})
+            if content is not None:
+                headers["Content-Type"] = "application/json"
             response = await self._attempt(op, "POST", url, headers=headers, **payload)
-            if response is not None and response.status_code == 401 and auth:
-                await self.sign_in()
+            if response is not None and response.status_code == 401 and (auth or token is not None):
+                await (self._renew_ingest(credentials) if token is not None else self.sign_in())
                 continue
             if response is not None and response.status_code < 500 and not _in_progress(response):
                 if response.headers.get("idempotent-replayed") == "true":
@@ -93,6 +113,10 @@ class VirtualUser:
             await asyncio.sleep(_pause(response))
         self.record.abandoned.append(op)
         return None
+
+    async def _renew_ingest(self, stale: dict[str, str]) -> None:
+        assert self.world is not None
+        await self.world.refresh_ingest_token(self.client, stale["Authorization"].removeprefix("Bearer "))
 
     async def read(self, op: str, url: str) -> None:
         response = await self._attempt(op, "GET", url, headers=self.headers)
@@ -106,6 +130,8 @@ class VirtualUser:
         if registered is None or registered.status_code not in (201, 409):
             raise RuntimeError(f"could not register {self.email}: {registered and registered.text}")
         await self.sign_in()
+        me = await self.client.get("/api/v1/auth/me", headers=self.headers)
+        self.user_id = me.json()["user"]["id"]
 
     async def sign_in(self) -> None:
         for _ in range(60):
@@ -125,39 +151,128 @@ class VirtualUser:
         raise RuntimeError(f"could not sign {self.email} in")
 
     async def step(self) -> None:
-        choice = self.random.random()
-        if choice < 0.12 or not self.workspaces:
-            answer = await self.write("workspace.create", "/api/v1/workspaces",
-                                      {"name": f"Soak {self.n} {uuid.uuid4().hex[:6]}"})
-            if answer is not None and answer.status_code == 201:
-                self.workspaces.append(answer.json()["id"])
-                self.record.acks.append(Ack("workspace", answer.json()["id"]))
-        elif choice < 0.27:
-            address = f"guest-{uuid.uuid4().hex[:10]}@example.com"
-            workspace = self.random.choice(self.workspaces)
-            answer = await self.write("invitation.create", f"/api/v1/workspaces/{workspace}/invitations",
-                                      {"email": address, "role": "member"})
-            if answer is not None and answer.status_code == 201:
-                self.record.acks.append(Ack("invitation", answer.json()["id"]))
-                self.record.invited.append(address)
-        elif choice < 0.42:
-            answer = await self.write("todo.create", "/api/v1/social/todos", {"title": f"Soak todo {self.n}"})
-            if answer is not None and answer.status_code == 201:
-                self.record.acks.append(Ack("todo", answer.json()["id"]))
-        elif choice < 0.50:
-            answer = await self.write("group.create", "/api/v1/social/groups", {"name": f"Soak group {self.n}"})
-            if answer is not None and answer.status_code == 201:
-                self.record.acks.append(Ack("group", answer.json()["id"]))
-        elif choice < 0.62:
-            await self.read("workspace.list", "/api/v1/workspaces")
-        elif choice < 0.72:
+        draw = self.random.random() * TOTAL_WEIGHT
+        for weight, action in STEPS:
+            if draw < weight:
+                await action(self)
+                return
+            draw -= weight
+
+    # --- writes ------------------------------------------------------------------------------------------------
+
+    def _acked(self, answer: httpx.Response | None, kind: str, key: str = "id") -> dict[str, Any] | None:
+        if answer is None or answer.status_code not in (200, 201):
+            return None
+        body: dict[str, Any] = answer.json()
+        self.record.acks.append(Ack(kind, str(body[key])))
+        return body
+
+    async def create_workspace(self) -> None:
+        answer = await self.write("workspace.create", "/api/v1/workspaces",
+                                  {"name": f"Soak {self.n} {uuid.uuid4().hex[:6]}"})
+        body = self._acked(answer, "workspace")
+        if body is not None:
+            self.workspaces.append(body["id"])
+
+    async def invite(self) -> None:
+        if not self.workspaces:
+            await self.create_workspace()
+            return
+        address = f"guest-{uuid.uuid4().hex[:10]}@example.com"
+        workspace = self.random.choice(self.workspaces)
+        answer = await self.write("invitation.create", f"/api/v1/workspaces/{workspace}/invitations",
+                                  {"email": address, "role": "member"})
+        if self._acked(answer, "invitation") is not None:
+            self.record.invited.append(address)
+
+    async def create_todo(self) -> None:
+        self._acked(await self.write("todo.create", "/api/v1/social/todos", {"title": f"Soak todo {self.n}"}), "todo")
+
+    async def create_group(self) -> None:
+        self._acked(await self.write("group.create", "/api/v1/social/groups", {"name": f"Soak group {self.n}"}),
+                    "group")
+
+    async def guest_check_in(self) -> None:
+        meeting = self.random.choice(self._world().meetings)
+        device = uuid.uuid4().hex
+        answer = await self.write("checkin.guest", f"{MA}/public/meetings/{meeting.id}/check-in", {
+            "mode": "offline", "code": meeting.offline_code, "device_id": device, "name": f"Guest {device[:8]}",
+            "email": f"{device}@guests.example.com"}, auth=False)
+        self._acked(answer, "attendance", "attendance_id")
+
+    async def user_check_in(self) -> None:
+        waiting = [m for m in self._world().meetings if m.id not in self.checked_in]
+        if not waiting:
+            await self.guest_check_in()
+            return
+        meeting = self.random.choice(waiting)
+        answer = await self.write("checkin.user", f"{MA}/meetings/{meeting.id}/check-in",
+                                  {"mode": "online", "device_id": f"soak-{self.n}-{meeting.id}"})
+        if self._acked(answer, "attendance", "attendance_id") is not None:
+            self.checked_in.add(meeting.id)
+
+    async def upload(self) -> None:
+        meeting = self._world().meetings[self.n % len(self._world().meetings)]
+        size = self.random.randint(*UPLOAD_BYTES)
+        text = "".join(self.random.choices(string.ascii_letters + string.digits + " \n", k=size)).encode()
+        answer = await self.write("upload", f"{MA}/agenda-items/{meeting.item_id}/attachments",
+                                  files={"file": (f"notes-{uuid.uuid4().hex[:6]}.txt", text, "text/plain")})
+        body = self._acked(answer, "attachment")
+        if body is not None:
+            self.record.uploads.append(Upload(body["id"], hashlib.sha256(text).hexdigest(), body["download_url"]))
+
+    async def ingest(self) -> None:
+        world = self._world()
+        message = self.random.randint(1, 2**53)
+        items = ",".join(
+            '{"result_type":"normal_task","ai_task_type":"UPDATE_BOOKING","current_or_history":"current",'
+            f'"source_event_index":{i + 1},"case_keys":{{"confirmation_number":"SK{message % 10**8:08d}{i}"}},'
+            '"extracted_fields":{"room_type":"KING","adults":2}}' for i in range(self.random.randint(1, 3)))
+        body = (f'{{"hotel_id":"{soak_world.HOTEL}","source_message_id":{message},'
+                f'"request_id":"soak-{uuid.uuid4().hex}","ai_task_results":[{items}]}}').encode()
+
+        async def credentials() -> dict[str, str]:
+            return {"Authorization": f"Bearer {world.ingest_token}"}
+
+        self._acked(await self.write("ai.ingest", "/api/v1/reservations/ai-batches", content=body,
+                                     token=credentials), "ai_batch", "batch_id")
+
+    # --- reads -------------------------------------------------------------------------------------------------
+
+    async def read_attendance(self) -> None:
+        meeting = self.random.choice(self._world().meetings)
+        await self.read("meeting.attendances", f"{MA}/meetings/{meeting.id}/attendances?limit=50")
+
+    async def read_agenda(self) -> None:
+        meeting = self.random.choice(self._world().meetings)
+        await self.read("meeting.agenda", f"{MA}/meetings/{meeting.id}/agenda")
+
+    async def read_members(self) -> None:
+        if self.workspaces:
             await self.read("workspace.members", f"/api/v1/workspaces/{self.random.choice(self.workspaces)}/members")
-        elif choice < 0.84:
-            await self.read("todo.list", "/api/v1/social/todos")
-        elif choice < 0.92:
-            await self.read("group.list", "/api/v1/social/groups")
-        else:
-            await self.read("me", "/api/v1/auth/me")
+
+    def _world(self) -> World:
+        assert self.world is not None, "prepare() gives every user the world"
+        return self.world
+
+
+def _read(op: str, url: str) -> Callable[[VirtualUser], Awaitable[None]]:
+    async def read(person: VirtualUser) -> None:
+        await person.read(op, url)
+    return read
+
+
+# The mix of one step (weights out of 100): two writes in five, every system's.
+STEPS: list[tuple[float, Callable[[VirtualUser], Awaitable[None]]]] = [
+    (6, VirtualUser.create_workspace), (9, VirtualUser.invite), (8, VirtualUser.create_todo),
+    (4, VirtualUser.create_group), (14, VirtualUser.guest_check_in), (4, VirtualUser.user_check_in),
+    (8, VirtualUser.ingest), (5, VirtualUser.upload),
+    (5, _read("workspace.list", "/api/v1/workspaces")), (4, VirtualUser.read_members),
+    (8, _read("todo.list", "/api/v1/social/todos")), (3, _read("group.list", "/api/v1/social/groups")),
+    (7, _read("inbox", "/api/v1/social/inbox")), (2, _read("me", "/api/v1/auth/me")),
+    (9, VirtualUser.read_attendance), (4, VirtualUser.read_agenda),
+]
+TOTAL_WEIGHT = sum(weight for weight, _ in STEPS)
 
 
 def _in_progress(response: httpx.Response) -> bool:
@@ -174,13 +289,21 @@ def _pause(response: httpx.Response | None) -> float:
 
 
 async def run_load(base_url: str, *, users: int, think: float, record: Record, stop: asyncio.Event,
-                   loaded: asyncio.Event | None = None) -> None:
+                   duration: float, automations_per_minute: int, loaded: asyncio.Event | None = None,
+                   prepared: Callable[[World], None] | None = None) -> None:
     """`users` virtual users, each pausing `think` seconds between steps (the bound on the load), until `stop`
-    is set; `loaded` is set once they have signed in and the load (and its clock, record.started) begins."""
+    is set; `loaded` is set once they have signed in and the world is made, when the load (and its clock,
+    record.started) begins; `prepared` is given the world."""
     limits = httpx.Limits(max_connections=users * 2, max_keepalive_connections=users)
     async with httpx.AsyncClient(base_url=base_url, timeout=httpx.Timeout(30.0, connect=3.0), limits=limits) as client:
         people = [VirtualUser(client, record, n, seed=n) for n in range(users)]
         await asyncio.gather(*(p.setup() for p in people))
+        world = await soak_world.prepare(client, people, duration=duration,
+                                         automations_per_minute=automations_per_minute)
+        for person in people:
+            person.world = world
+        if prepared is not None:
+            prepared(world)
         record.started = time.monotonic()
         if loaded is not None:
             loaded.set()

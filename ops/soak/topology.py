@@ -244,6 +244,10 @@ class Topology:
         assert self.cluster is not None and self.bouncer is not None and self.smtp is not None
         data = self.dir / "data" / name
         data.mkdir(parents=True, exist_ok=True)
+        # Files are shared by every host, as a bucket or a network file system would be in production
+        # (docs/operations.md): a file uploaded through one host downloads through any.
+        shared_files = self.dir / "shared" / "meeting-attachments"
+        shared_files.mkdir(parents=True, exist_ok=True)
         base = {k: v for k, v in os.environ.items() if not k.startswith("TENET_") and k != "DATABASE_URL"}
         return {**base,
                 "DATABASE_URL": self.bouncer.url_on(database_host),
@@ -257,7 +261,24 @@ class Topology:
                 "TENET_PASSWORD_HASH_TIME_COST": "1", "TENET_PASSWORD_HASH_MEMORY_KIB": "1024",
                 "TENET_REGISTRATION_LIMIT": "100000/hour", "TENET_LOGIN_FAILURE_LIMIT": "100000/15min",
                 "TENET_DB_POOL_SIZE": "6", "TENET_DB_READ_POOL_SIZE": "4", "TENET_LOG_LEVEL": "INFO",
+                "MEETING_ATTACHMENT_STORAGE_ROOT": str(shared_files),
+                "TENET_DEFAULT_TIMEZONE": "America/Los_Angeles",
+                # Every guest comes through one load balancer address: the per-address limit would be the
+                # load generator's, not the service's.
+                "TENET_GUEST_CHECKIN_LIMIT": "1000000/minute",
+                # A killed worker's work comes back within the soak: its automation runs after a 20 s lease (then
+                # 5 s of back-off), its procrastinate jobs after 15 s without heartbeats.
+                "TENET_AUTOMATION_LEASE_SECONDS": "20", "TENET_AUTOMATION_RETRY_BASE_SECONDS": "5",
+                "TENET_WORKER_HEARTBEAT_SECONDS": "3", "TENET_STALLED_WORKER_SECONDS": "15",
                 "PYTHONUNBUFFERED": "1"}
+
+    def create_admin(self, email: str, password: str) -> None:
+        """The soak's administrator, made as an operator makes one (`tenet users create-admin`)."""
+        made = subprocess.run([sys.executable, "-m", "tenet", "users", "create-admin", "--email", email,
+                               "--password", password], env=self.env("127.0.0.1", "create-admin"),
+                              capture_output=True, text=True, timeout=120)
+        if made.returncode != 0:
+            raise RuntimeError(f"tenet users create-admin failed:\n{made.stdout}\n{made.stderr}")
 
     @property
     def base_url(self) -> str:

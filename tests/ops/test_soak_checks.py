@@ -8,34 +8,109 @@ records them."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import httpx
 import psycopg
 
 from ops.soak import checks, faults, report
+from ops.soak import world as soak_world
 from ops.soak.checks import Ack, Mail
 from ops.soak.load import Record, Sample, VirtualUser
 from tenet.app import create_app
+from tenet.iam import service as iam_service
+from tenet.iam.passwords import Passwords
+from tenet.iam.permissions import Role
+from tenet.kernel.audit import Actor
+from tenet.kernel.clock import FrozenClock, SystemClock
+from tenet.social import automations
 
 
-async def test_the_acknowledged_write_check_finds_a_planted_loss(committed_db, settings, clock, database_url):
-    app = create_app(settings, database=committed_db, clock=clock, run_background_tasks=False)
+async def _world(app, record: Record, client: httpx.AsyncClient, committed_db, users: int = 2):
+    """The soak's world as prepare() makes it through the API, after an administrator made as create-admin does."""
+    async with committed_db.unit_of_work() as session:
+        await iam_service.create_user(session, passwords=Passwords(), email=soak_world.ADMIN_EMAIL,
+                                      password=soak_world.ADMIN_PASSWORD, display_name="Soak admin",
+                                      now=SystemClock().now(), actor=Actor.system(), roles=[Role.ADMINISTRATOR])
+    people = [VirtualUser(client, record, n, seed=n + 3) for n in range(users)]
+    for person in people:
+        await person.setup()
+    made = await soak_world.prepare(client, people, duration=170, automations_per_minute=2)
+    for person in people:
+        person.world = made
+    return people, made
+
+
+async def test_the_acknowledged_write_check_finds_a_planted_loss(committed_db, settings, database_url):
+    """Every kind of write the load makes is acknowledged by the real application and found; a deleted row and an
+    id never given are named."""
+    app = create_app(settings, database=committed_db, clock=SystemClock(), run_background_tasks=False)
     record = Record()
     transport = httpx.ASGITransport(app=app, client=("203.0.113.7", 50000))
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
-        person = VirtualUser(client, record, 1, seed=3)
-        await person.setup()
-        for _ in range(40):
-            await person.step()
-    assert {"workspace", "todo", "invitation"} <= {a.kind for a in record.acks}, record.acks
-    assert not record.abandoned and {s.status for s in record.samples} <= {200, 201}, record.samples
+        people, _ = await _world(app, record, client, committed_db)
+        for _ in range(60):
+            for person in people:
+                await person.step()
+    assert set(checks.TABLES) <= {a.kind for a in record.acks}, {a.kind for a in record.acks}
+    assert not record.abandoned and {s.status for s in record.samples} <= {200, 201}, \
+        [s for s in record.samples if s.status not in (200, 201)]
 
     with psycopg.connect(database_url, autocommit=True) as connection:
         assert checks.missing_writes(connection, record.acks) == []
         planted = next(a for a in record.acks if a.kind == "todo")
         connection.execute("DELETE FROM social.todos WHERE id = %s", (uuid.UUID(planted.id),))
-        never_given = Ack("workspace", str(uuid.uuid4()))
-        assert checks.missing_writes(connection, [*record.acks, never_given]) == [planted, never_given]
+        never_given = Ack("ai_batch", "9007199254740993")
+        # By kind, in the kinds' order.
+        assert checks.missing_writes(connection, [*record.acks, never_given]) == [never_given, planted]
+
+
+async def test_uploads_are_checked_by_their_bytes_and_a_file_stored_twice_is_counted(committed_db, settings,
+                                                                                    database_url):
+    app = create_app(settings, database=committed_db, clock=SystemClock(), run_background_tasks=False)
+    record = Record()
+    transport = httpx.ASGITransport(app=app, client=("203.0.113.7", 50000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        (person,), made = await _world(app, record, client, committed_db, users=1)
+        await person.upload()
+        await person.upload()
+        items = [m.item_id for m in made.meetings]
+        with psycopg.connect(database_url, autocommit=True) as connection:
+            assert checks.unacknowledged_uploads(connection, items, record.uploads) == 0
+            assert checks.unacknowledged_uploads(connection, items, record.uploads[:1]) == 1
+        forged = checks.Upload(record.uploads[0].id, "0" * 64, record.uploads[0].download_url)
+        differ = await checks.downloads_differ(client, (soak_world.ADMIN_EMAIL, soak_world.ADMIN_PASSWORD),
+                                               [*record.uploads, forged])
+    assert differ == [f"{forged.id} (200)"]
+
+
+async def test_the_slot_check_wants_one_succeeded_run_with_one_digest_per_slot(committed_db, settings, database_url):
+    app = create_app(settings, database=committed_db, clock=SystemClock(), run_background_tasks=False)
+    record = Record()
+    transport = httpx.ASGITransport(app=app, client=("203.0.113.7", 50000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        _, made = await _world(app, record, client, committed_db)
+    first, second = made.automations[:2]
+    assert first.slot == second.slot
+    after = FrozenClock(first.slot + timedelta(seconds=1))
+    await automations.schedule(committed_db, now=after.now(), default_timezone=soak_world.ZONE, max_attempts=3,
+                               retry_base_seconds=5)
+    await automations.drain(committed_db, clock=after, default_timezone=soak_world.ZONE, lease_seconds=20,
+                            retry_base_seconds=5, budget_seconds=30)
+    later = [(a.id, a.slot) for a in made.automations if a.slot > first.slot][:1]
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        ran = checks.check_slots(connection, [(first.id, first.slot), (second.id, second.slot)])
+        assert ran.ok and ran.ran_once == 2
+        # A run that went through on its first attempt was never cut short by a killed worker: the check of the
+        # runs a kill cut says so.
+        (run,) = connection.execute("SELECT id FROM social.automation_runs WHERE job_id = %s",
+                                    (uuid.UUID(first.id),)).fetchone()
+        assert not checks.check_runs_cut(connection, [str(run)]).ok
+        connection.execute("DELETE FROM social.inbox_messages WHERE automation_run_id = (SELECT id FROM "
+                           "social.automation_runs WHERE job_id = %s)", (uuid.UUID(second.id),))
+        verdict = checks.check_slots(connection, [(first.id, first.slot), (second.id, second.slot), *later])
+    assert not verdict.ok and verdict.ran_once == 1
+    assert verdict.effects_not_once == [f"{second.id} (0 messages)"] and verdict.missing == [i for i, _ in later]
 
 
 def test_the_mail_check_accepts_a_retried_send_and_refuses_a_lost_or_doubled_message():
