@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -78,6 +79,11 @@ def write_chart(path: Path, samples: Sequence[Sample], faults: Sequence[Fault], 
 def write(out: Path, result: dict[str, Any], samples: Sequence[Sample], faults: Sequence[Fault],
           duration: float) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    with (out / "samples.csv").open("w", newline="") as handle:  # every answer, for a closer look at a phase
+        writer = csv.writer(handle)
+        writer.writerow(["at_s", "op", "status", "latency_ms", "retry_after"])
+        writer.writerows([f"{s.at:.3f}", s.op, s.status, f"{s.latency * 1000:.1f}", int(s.retry_after)]
+                         for s in samples)
     (out / "report.json").write_text(json.dumps(result, indent=2, sort_keys=True, default=str))
     write_chart(out / "throughput.svg", samples, faults, duration)
     (out / "report.md").write_text(markdown(result))

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import uuid
 from datetime import timedelta
 
+import psycopg
 import pytest
-from sqlalchemy import select, text
+from psycopg import sql
+from sqlalchemy import make_url, select, text
 from sqlalchemy.exc import IntegrityError
 
 from tenet.app import create_app
@@ -208,6 +211,49 @@ async def test_a_crash_between_send_and_mark_sends_again_with_the_same_message_i
     ids = [m["Message-ID"] for m in smtp_server.messages]
     assert ids == [f"<{mail_id}@tenet.example>"] * 2
     assert (await row(db, mail_id)).status == "sent"
+
+
+class _DatabaseAwayAfterSend(SmtpSender):
+    """Sends for real, then the database refuses every connection for `seconds` (its backends terminated,
+    ALLOW_CONNECTIONS off, as during a restart of PostgreSQL or PgBouncer) while the outcome is recorded."""
+
+    def __init__(self, settings: MailSettings, server_url: str, database: str, seconds: float) -> None:
+        super().__init__(settings)
+        self.server_url, self.database, self.seconds = server_url, database, seconds
+        self.back: threading.Timer | None = None
+
+    def _allow(self, allowed: bool) -> None:
+        with psycopg.connect(self.server_url, autocommit=True) as connection:
+            connection.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
+                sql.Identifier(self.database), sql.SQL("true" if allowed else "false")))
+            if not allowed:
+                connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                                   "AND pid <> pg_backend_pid()", (self.database,))
+
+    async def send(self, row: EmailOutbox) -> None:
+        await super().send(row)
+        await asyncio.to_thread(self._allow, False)
+        self.back = threading.Timer(self.seconds, self._allow, (True,))
+        self.back.start()
+
+
+@pytest.mark.invariant("KERNEL-INV-04")
+async def test_a_database_away_while_the_outcome_is_recorded_is_waited_for_not_sent_twice(
+        committed_db, clock, smtp_server, server_url, database_url):
+    """The mail went out, then the database was unreachable for a moment: the outcome is recorded once it is
+    back, so the mail is marked sent and never goes out again after its lease."""
+    mail_id = await enqueue(committed_db, clock)
+    sender = _DatabaseAwayAfterSend(smtp(smtp_server), server_url, make_url(database_url).database, seconds=1.2)
+    try:
+        assert await deliver_due(committed_db, sender, clock) == 1
+    finally:
+        if sender.back is not None:
+            sender.back.join()
+    sent = await row(committed_db, mail_id)
+    assert (sent.status, sent.attempts, sent.claim_token) == ("sent", 1, None)
+    clock.advance(LEASE)
+    assert await deliver_due(committed_db, SmtpSender(smtp(smtp_server)), clock) == 0
+    assert len(smtp_server.messages) == 1
 
 
 @pytest.mark.invariant("KERNEL-INV-04")
