@@ -266,6 +266,8 @@ class Topology:
                 # Every guest comes through one load balancer address: the per-address limit would be the
                 # load generator's, not the service's.
                 "TENET_GUEST_CHECKIN_LIMIT": "1000000/minute",
+                # A virtual user is busier than a person: it owns a burst of automations and makes groups all day.
+                "TENET_SOCIAL_AUTOMATIONS_PER_USER": "10000", "TENET_SOCIAL_GROUP_CREATION_LIMIT": "100000/hour",
                 # A killed worker's work comes back within the soak: its automation runs after a 20 s lease (then
                 # 5 s of back-off), its procrastinate jobs after 15 s without heartbeats.
                 "TENET_AUTOMATION_LEASE_SECONDS": "20", "TENET_AUTOMATION_RETRY_BASE_SECONDS": "5",

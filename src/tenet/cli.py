@@ -214,6 +214,13 @@ def serve(
 PROMETHEUS_MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 
+# How long an idle keep-alive connection stays open. Longer than the idle timeout of the proxies in front
+# (nginx's upstream keepalive_timeout and AWS load balancers: 60 s): when the server closes an idle connection
+# first (uvicorn's default is 5 s), a proxy may send the next request on it just as it closes, and answers that
+# request 502 (a POST is not retried by the proxy). The soak saw it once in 4,000 requests.
+KEEP_ALIVE_SECONDS = 75
+
+
 def _multiprocess_metrics_dir(settings: KernelSettings, workers: int) -> Path | None:
     """With several API processes, a metrics directory for this run (removed when it ends). Made before
     prometheus_client is first imported, which reads the variable once: then this process's own counters
@@ -268,7 +275,7 @@ def _serve_with_metrics(settings: KernelSettings, *, host: str, port: int, worke
         "tenet.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
         # No `Server: uvicorn` on any answer (uvicorn hands the config to every --workers process).
         access_log=False, server_header=False, timeout_graceful_shutdown=20, proxy_headers=proxy.proxy_headers,
-        forwarded_allow_ips=proxy.forwarded_allow_ips,
+        forwarded_allow_ips=proxy.forwarded_allow_ips, timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     with _watching_embedded_server(settings):
         _run_uvicorn(config, greeting)

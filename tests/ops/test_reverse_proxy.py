@@ -161,3 +161,18 @@ def test_a_150_mb_upload_and_a_ranged_download_through_the_documented_nginx(ngin
         tail = client.get(f"{api}/attachments/agenda-item/{attachment['id']}/download",
                           headers={**auth, "Range": "bytes=-1000"})
         assert tail.status_code == 206 and tail.content == _file_bytes(SIZE - 1000, SIZE)
+
+
+def test_an_idle_connection_outlives_the_proxy_idle_timeout(live_server):
+    """`tenet serve` keeps an idle keep-alive connection open longer than proxies keep theirs (KEEP_ALIVE_SECONDS,
+    75 s), so the proxy, not Tenet, closes it: a request a proxy sends on a connection Tenet is closing is answered
+    502 by the proxy (uvicorn's default is 5 s; the soak met that race). Here a request on a connection idle for
+    6 s is still answered on the same socket."""
+    host, port = live_server.url.removeprefix("http://").rsplit(":", 1)
+    request = f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+        time.sleep(6)
+        connection.sendall(request)
+        assert connection.recv(4096).startswith(b"HTTP/1.1 200"), "the server closed the idle connection"
