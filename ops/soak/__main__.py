@@ -98,8 +98,10 @@ async def _soak(topology: Topology, args: argparse.Namespace) -> dict[str, Any]:
             began = round(time.monotonic() - record.started, 1)
             print(f"soak: {began:6.1f} s  {fault.kind}", flush=True)
             injected.append(faults.Fault(began, fault.kind))
-            outcome = await asyncio.to_thread(faults.inject, topology, fault, n)
+            outcome = await asyncio.to_thread(faults.inject, topology, fault, n, made[0])
             runs_cut.extend(outcome.runs_cut)
+            record.uploads.extend(outcome.uploads)
+            record.acks.extend(checks.Ack("attachment", u.id) for u in outcome.uploads)
             took = time.monotonic() - record.started - began
             notes.append({"at": began, "kind": fault.kind, "note": f"{outcome.note}; whole again after {took:.0f} s"})
             healed = time.monotonic()

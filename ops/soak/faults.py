@@ -1,14 +1,22 @@
 """The faults the soak injects, each blocking until the topology is whole again (run in a thread while the load
-runs). Each returns a note for the report."""
+runs). Each returns an Outcome: a note for the report, and what the checks must find done exactly once."""
 
 from __future__ import annotations
 
+import hashlib
+import string
+import threading
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import httpx
 import psycopg
 
-from ops.soak.topology import DATABASE, Managed, Topology
+from ops.soak.checks import Upload
+from ops.soak.topology import API_PORT, DATABASE, Managed, Topology
+from ops.soak.world import ADMIN_EMAIL, ADMIN_PASSWORD, MA, World
 
 API_DOWN = 3.0  # seconds a killed API process stays down before it is restarted
 PRIMARY_DOWN = 6.0  # seconds the primary is stopped
@@ -28,6 +36,7 @@ class Outcome:
 
     note: str
     runs_cut: list[str] = field(default_factory=list)
+    uploads: list[Upload] = field(default_factory=list)  # acknowledged uploads the fault itself made
 
 
 MID_DRAIN_TIMEOUT = 75.0  # seconds to wait for a worker executing automation runs (a burst falls every minute)
@@ -42,15 +51,9 @@ def schedule(duration: float) -> list[Fault]:
     return [Fault(round(15 + i * gap, 1), KINDS[i % len(KINDS)]) for i in range(rounds * len(KINDS))]
 
 
-def inject(topology: Topology, fault: Fault, n: int) -> Outcome:
+def inject(topology: Topology, fault: Fault, n: int, made: World) -> Outcome:
     if fault.kind == "api-kill":
-        index = n % len(topology.apis)
-        api, ns = topology.apis[index], topology.namespaces[index]
-        api.kill()
-        time.sleep(API_DOWN)
-        api.restart()
-        topology.wait_ready(ns, api)
-        return Outcome(f"{api.name} SIGKILLed, restarted after {API_DOWN:.0f} s")
+        return _kill_an_api_host(topology, n, made)
     if fault.kind == "worker-kill":
         return _kill_a_worker(topology, n)
     if fault.kind == "pgbouncer-restart":
@@ -71,6 +74,98 @@ def inject(topology: Topology, fault: Fault, n: int) -> Outcome:
         topology.cluster.standby.start()
         return Outcome(f"replica stopped for {REPLICA_DOWN:.0f} s")
     raise ValueError(fault.kind)
+
+
+def _kill_an_api_host(topology: Topology, n: int, made: World) -> Outcome:
+    """SIGKILL an API host while an upload is streaming into it (sent straight to the host, throttled), restart
+    it after API_DOWN; the client sends the upload again through the load balancer under the same
+    Idempotency-Key until it is acknowledged: one file must be stored (the checks count the soak's files)."""
+    index = n % len(topology.apis)
+    api, ns = topology.apis[index], topology.namespaces[index]
+    upload = InFlightUpload(made, f"http://{ns.inside}:{API_PORT}", topology.base_url)
+    streaming = threading.Thread(target=upload.send_straight, daemon=True)
+    streaming.start()
+    upload.started.wait(10)
+    time.sleep(0.6)  # the claim of its Idempotency-Key is made and the body is streaming
+    api.kill()
+    time.sleep(API_DOWN)
+    api.restart()
+    streaming.join(30)
+    retried = upload.retry_through_the_balancer()
+    topology.wait_ready(ns, api)
+    return Outcome(f"{api.name} SIGKILLed with an upload streaming into it, restarted after {API_DOWN:.0f} s; "
+                   f"{retried}", uploads=upload.acknowledged)
+
+
+class InFlightUpload:
+    """A 4 MiB text upload to the soak's first agenda item as the administrator, under one Idempotency-Key."""
+
+    SIZE = 4 * 1024 * 1024
+    CHUNK = 256 * 1024
+    PAUSE = 0.1  # between chunks: the upload takes about 1.6 s, so the kill lands in the middle of it
+
+    def __init__(self, made: World, host_url: str, balancer_url: str) -> None:
+        self.host_url, self.balancer_url = host_url, balancer_url
+        self.path = f"{MA}/agenda-items/{made.meetings[0].item_id}/attachments"
+        self.key = f"soak-inflight-{uuid.uuid4().hex}"
+        self.content = (string.ascii_letters * (self.SIZE // len(string.ascii_letters) + 1))[:self.SIZE].encode()
+        self.boundary = uuid.uuid4().hex
+        self.started = threading.Event()
+        self.first_attempt = ""
+        self.acknowledged: list[Upload] = []
+
+    def _token(self, client: httpx.Client) -> str:
+        answer = client.post("/api/v1/auth/token", data={"grant_type": "password", "username": ADMIN_EMAIL,
+                                                          "password": ADMIN_PASSWORD})
+        return str(answer.json()["access_token"])
+
+    def _body(self, throttled: bool) -> Iterator[bytes]:
+        yield (f'--{self.boundary}\r\nContent-Disposition: form-data; name="file"; filename="in-flight.txt"\r\n'
+               f"Content-Type: text/plain\r\n\r\n").encode()
+        for start in range(0, self.SIZE, self.CHUNK):
+            if throttled:
+                self.started.set()
+                time.sleep(self.PAUSE)
+            yield self.content[start:start + self.CHUNK]
+        yield f"\r\n--{self.boundary}--\r\n".encode()
+
+    def _headers(self, token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}", "Idempotency-Key": self.key,
+                "Content-Type": f"multipart/form-data; boundary={self.boundary}"}
+
+    def send_straight(self) -> None:
+        with httpx.Client(base_url=self.host_url, timeout=30) as client:
+            try:
+                answer = client.post(self.path, headers=self._headers(self._token(client)), content=self._body(True))
+                self.first_attempt = str(answer.status_code)
+            except httpx.HTTPError as exc:
+                self.first_attempt = type(exc).__name__
+            finally:
+                self.started.set()
+
+    def retry_through_the_balancer(self, deadline: float = 120.0) -> str:
+        """Again and again under the same key until acknowledged: say how it went."""
+        statuses: list[str] = []
+        ends = time.monotonic() + deadline
+        with httpx.Client(base_url=self.balancer_url, timeout=30) as client:
+            token = self._token(client)
+            while time.monotonic() < ends:
+                try:
+                    answer = client.post(self.path, headers=self._headers(token), content=self._body(False))
+                except httpx.HTTPError as exc:
+                    statuses.append(type(exc).__name__)
+                    time.sleep(1)
+                    continue
+                statuses.append(str(answer.status_code))
+                if answer.status_code == 201:
+                    body = answer.json()
+                    self.acknowledged.append(Upload(body["id"], hashlib.sha256(self.content).hexdigest(),
+                                                    body["download_url"]))
+                    replayed = answer.headers.get("idempotent-replayed") == "true"
+                    return (f"the upload's first attempt ended {self.first_attempt}; its retries under the same key "
+                            f"answered {', '.join(statuses)}{' (replayed)' if replayed else ''}")
+                time.sleep(min(5.0, float(answer.headers.get("retry-after", "1"))))
+        return f"the upload was never acknowledged: {', '.join(statuses)}"
 
 
 def _kill_a_worker(topology: Topology, n: int) -> Outcome:
