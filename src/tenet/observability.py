@@ -18,6 +18,7 @@ from pythonjsonlogger.json import JsonFormatter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenet.kernel.context import request_id_var
+from tenet.kernel.metrics import route_timer
 
 log = logging.getLogger("tenet.http")
 
@@ -211,6 +212,8 @@ class ObservabilityMiddleware:
             method = scope["method"]
             HTTP_REQUESTS.labels(method, template, str(status)).inc()
             HTTP_LATENCY.labels(method, template).observe(elapsed)
+            if (timer := route_timer(route)) is not None:
+                timer(elapsed)
             log.info("request", extra={
                 "method": method, "path": scope["path"], "route": template, "status": status,
                 "duration_ms": round(elapsed * 1000, 2),

@@ -1,5 +1,5 @@
 """Metrics recorded as things happen, where a scrape could not see them afterwards: how long each checkout waited
-for a pooled database connection.
+for a pooled database connection, and the latency of routes that answer a caller with a deadline of its own.
 
 A scrape (tenet.ops `/metrics`) computes the rest (pool sizes, backlogs) at scrape time. These are prometheus_client
 counters and histograms, so with `tenet serve --workers N` (its multi-process mode) every process's observations
@@ -11,7 +11,9 @@ Labels stay few and fixed: `pool` is one of POOLS.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import cache
+from typing import Any, TypeVar
 
 from prometheus_client import Counter, Histogram
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
@@ -79,3 +81,26 @@ def timed_pool_class(label: str) -> type[AsyncAdaptedQueuePool]:
         raise ValueError(f"unknown pool label {label!r}: one of {POOLS}")
     return type(f"TimedQueuePool_{label}", (_TimedQueuePool,), {"metrics_label": label})
 
+
+# --- routes timed by a histogram of their own ----------------------------------------------------------------
+
+ROUTE_TIMER_ATTR = "__tenet_route_timer__"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def timed_by(observe: Callable[[float], None]) -> Callable[[F], F]:
+    """Mark a route so that the observability middleware also passes its answer time (seconds, the whole request
+    as the caller waits for it, commit included) to `observe`: for a route with a deadline of its caller's that
+    deserves an alert of its own (Graph's webhooks: 3 s)."""
+
+    def mark(endpoint: F) -> F:
+        setattr(endpoint, ROUTE_TIMER_ATTR, observe)
+        return endpoint
+
+    return mark
+
+
+def route_timer(route: object) -> Callable[[float], None] | None:
+    """The `observe` a route was marked with (`timed_by`), or None."""
+    timer: Callable[[float], None] | None = getattr(getattr(route, "endpoint", None), ROUTE_TIMER_ATTR, None)
+    return timer
