@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from procrastinate.jobs import DEFAULT_QUEUE
 from sqlalchemy import text
 
 from tenet.db.migrate import current_revision, head_revision
@@ -77,6 +78,8 @@ Gauges = dict[str, tuple[str, Samples]]
 # as long on the server), so a pool at its limit or a slow table costs one scrape `tenet_database_up 0` instead of
 # holding a connection, or the scraper, for the pool timeout.
 SCRAPE_DATABASE_SECONDS = 2.0
+JOB_STATUSES = ("todo", "doing", "succeeded", "failed", "cancelled", "aborted")  # procrastinate's, less the legacy one
+MAIL_STATUSES = ("pending", "sent", "failed")  # kernel.email_outbox's CHECK
 
 
 @router.get("/metrics", summary="Prometheus metrics (bearer TENET_METRICS_TOKEN)", response_class=Response,
@@ -115,9 +118,7 @@ def _standby_gauges(db: Any) -> Gauges:
     if state.lag_seconds is not None:  # +Inf: behind every sample kept (at least the bound), or not yet known
         gauges["tenet_db_standby_lag_seconds"] = ("The standby's replay lag behind the primary, last sample", [
             ({}, float(state.lag_seconds))])
-    gauges["tenet_db_reads_routed"] = ("Read-path statements of this process since start, by server", [
-        ({"target": target}, float(count)) for target, count in standby.routed.items()])
-    return gauges
+    return gauges  # where its reads went: tenet_db_reads_routed_total, counted as they run (tenet.kernel.metrics)
 
 
 async def _database_gauges(db: Any, now: datetime) -> Gauges:
@@ -145,6 +146,10 @@ async def _backlogs(db: Any, now: datetime) -> Gauges:
         ready = await ready_jobs(connection)
         mail = await outbox.count_by_status(connection)
         due_mail, due_mail_waited = await outbox.due_backlog(connection, now)
+    # Every status of the default queue, and every status of mail, is there at 0 when it has none: a count that
+    # appears only with its first job or mail would be a new series, whose first rise no delta() or rate() sees.
+    jobs = {**{(DEFAULT_QUEUE, status): 0 for status in JOB_STATUSES}, **jobs}
+    mail = {**{status: 0 for status in MAIL_STATUSES}, **mail}
     return {
         "tenet_jobs": ("Background jobs by queue and status", [
             ({"queue": q, "status": s}, float(n)) for (q, s), n in jobs.items()]),

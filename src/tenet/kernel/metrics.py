@@ -42,6 +42,12 @@ for _pool in POOLS:
     DB_POOL_WAITS.labels(_pool)
     DB_POOL_TIMEOUTS.labels(_pool)
 
+# The read path's routing with a standby configured (tenet.kernel.replica); its series exist only in API processes
+# that have one.
+READS_ROUTED = Counter(
+    "tenet_db_reads_routed", "Read-path statements by the server they ran on (API processes with a standby)",
+    ["target"])
+
 
 def observe_checkout(pool: str, started: float, *, waited: bool) -> None:
     """Record one checkout that began at `started` (time.perf_counter()) and has its connection now."""
