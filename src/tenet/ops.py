@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -121,45 +122,52 @@ def _standby_gauges(db: Any) -> Gauges:
     return gauges  # where its reads went: tenet_db_reads_routed_total, counted as they run (tenet.kernel.metrics)
 
 
+@dataclass
+class _DatabaseScrape:
+    """What the database told one scrape so far: whether it answered at all, and the gauges read before the bound."""
+
+    answered: bool = False
+    gauges: Gauges = field(default_factory=dict)
+
+
 async def _database_gauges(db: Any, now: datetime) -> Gauges:
-    """What only the database knows (jobs, mail), and whether it answered; never waits for a database known down."""
-    gauges: Gauges = {}
-    up = 0.0
+    """What only the database knows (jobs, mail), and whether it answered; never waits for a database known down.
+    The statements run cheapest first, and what they found within the bound is kept: a slow count (procrastinate
+    keeps every finished job, so `tenet_jobs` reads a growing table) costs its own gauge, not the database's `up`."""
+    scrape = _DatabaseScrape()
     if db.availability is None or not db.availability.down:
         try:
             async with asyncio.timeout(SCRAPE_DATABASE_SECONDS):
-                gauges = await _backlogs(db, now)
-            up = 1.0
+                await _read_backlogs(db, now, scrape)
         except Exception as exc:  # metrics must answer while the database is down: that is when they matter
             reason = "no answer within the scrape's bound" if isinstance(exc, TimeoutError) else (
                 unreachable_reason(exc) or "error")
-            log.info("metrics: the database did not answer the scrape (%s)", reason)
-    gauges["tenet_database_up"] = ("1 when the database answered this scrape", [({}, up)])
-    return gauges
+            log.info("metrics: the database did not answer the whole scrape (%s)", reason)
+    return {**scrape.gauges, "tenet_database_up": ("1 when the database answered this scrape", [
+        ({}, 1.0 if scrape.answered else 0.0)])}
 
 
-async def _backlogs(db: Any, now: datetime) -> Gauges:
+async def _read_backlogs(db: Any, now: datetime, scrape: _DatabaseScrape) -> None:
+    gauges = scrape.gauges
     async with db.engine.connect() as connection:
         await connection.execute(text("SELECT set_config('statement_timeout', :ms, true)"),
                                  {"ms": str(int(SCRAPE_DATABASE_SECONDS * 1000))})
-        jobs = await count_jobs(connection)
+        scrape.answered = True
         ready = await ready_jobs(connection)
-        mail = await outbox.count_by_status(connection)
-        due_mail, due_mail_waited = await outbox.due_backlog(connection, now)
-    # Every status of the default queue, and every status of mail, is there at 0 when it has none: a count that
-    # appears only with its first job or mail would be a new series, whose first rise no delta() or rate() sees.
-    jobs = {**{(DEFAULT_QUEUE, status): 0 for status in JOB_STATUSES}, **jobs}
-    mail = {**{status: 0 for status in MAIL_STATUSES}, **mail}
-    return {
-        "tenet_jobs": ("Background jobs by queue and status", [
-            ({"queue": q, "status": s}, float(n)) for (q, s), n in jobs.items()]),
-        "tenet_jobs_ready": ("Jobs ready to run now (todo, scheduled time passed) by queue", [
-            ({"queue": q}, float(n)) for q, (n, _) in ready.items()]),
-        "tenet_jobs_oldest_ready_age_seconds": (
+        gauges["tenet_jobs_ready"] = ("Jobs ready to run now (todo, scheduled time passed) by queue", [
+            ({"queue": q}, float(n)) for q, (n, _) in ready.items()])
+        gauges["tenet_jobs_oldest_ready_age_seconds"] = (
             "How long the longest-waiting ready job of each queue has waited (0 when none)", [
-                ({"queue": q}, age) for q, (_, age) in ready.items()]),
-        "tenet_outbox_emails": ("Outbox mail by status", [({"status": s}, float(n)) for s, n in mail.items()]),
-        "tenet_outbox_due_emails": ("Pending mail due to be sent now", [({}, float(due_mail))]),
-        "tenet_outbox_oldest_due_age_seconds": (
-            "How long the longest-waiting due mail has been due (0 when none)", [({}, due_mail_waited)]),
-    }
+                ({"queue": q}, age) for q, (_, age) in ready.items()])
+        due_mail, due_mail_waited = await outbox.due_backlog(connection, now)
+        gauges["tenet_outbox_due_emails"] = ("Pending mail due to be sent now", [({}, float(due_mail))])
+        gauges["tenet_outbox_oldest_due_age_seconds"] = (
+            "How long the longest-waiting due mail has been due (0 when none)", [({}, due_mail_waited)])
+        # Every status of mail and of the default queue is there at 0 when it has none: a count that appears
+        # only with its first failure would be a new series, whose first rise no delta() or increase() sees.
+        mail = {**{status: 0 for status in MAIL_STATUSES}, **await outbox.count_by_status(connection)}
+        gauges["tenet_outbox_emails"] = ("Outbox mail by status", [
+            ({"status": s}, float(n)) for s, n in mail.items()])
+        jobs = {**{(DEFAULT_QUEUE, status): 0 for status in JOB_STATUSES}, **await count_jobs(connection)}
+        gauges["tenet_jobs"] = ("Background jobs by queue and status", [
+            ({"queue": q, "status": s}, float(n)) for (q, s), n in jobs.items()])

@@ -165,15 +165,36 @@ class TestBacklogs:
         assert value(exposition, "tenet_outbox_emails", status="pending") == 3.0
 
     async def test_a_scrape_waits_for_a_locked_table_no_longer_than_its_bound(self, committed_app, committed_db):
+        """The database answered, so it is up; what it read before the locked table is kept, what it would have
+        read there and after is missing from this scrape only."""
         async with committed_db.engine.connect() as locker:
             await locker.execute(text("LOCK TABLE kernel.email_outbox IN ACCESS EXCLUSIVE MODE"))
             started = time.monotonic()
             blocked = await scrape(committed_app)
             elapsed = time.monotonic() - started
             await locker.rollback()
-        assert value(blocked, "tenet_database_up") == 0.0
         assert SCRAPE_DATABASE_SECONDS - 0.5 < elapsed < SCRAPE_DATABASE_SECONDS + 2
-        assert value(await scrape(committed_app), "tenet_database_up") == 1.0
+        assert value(blocked, "tenet_database_up") == 1.0
+        assert value(blocked, "tenet_jobs_ready", queue="default") == 0.0
+        assert value(blocked, "tenet_outbox_due_emails") is None
+        assert value(blocked, "tenet_jobs", queue="default", status="todo") is None
+        assert value(await scrape(committed_app), "tenet_outbox_due_emails") == 0.0
+
+    async def test_a_pool_with_no_connection_to_give_is_a_database_that_did_not_answer(self, database_url, clock,
+                                                                                       tmp_path):
+        database = Database.from_url(database_url, pool_size=1, max_overflow=0, watch_outages=False)
+        app = create_app(test_settings(data_dir=tmp_path, metrics_token=METRICS_TOKEN), database=database,
+                         clock=clock, run_background_tasks=False)
+        try:
+            async with database.engine.connect() as held:
+                await held.execute(text("SELECT 1"))
+                started = time.monotonic()
+                exposition = await scrape(app)
+                elapsed = time.monotonic() - started
+        finally:
+            await database.dispose()
+        assert value(exposition, "tenet_database_up") == 0.0
+        assert elapsed < SCRAPE_DATABASE_SECONDS + 2
 
 
 def test_scrape_gauges_appear_once_per_scrape_in_multi_process_mode(tmp_path):
