@@ -11,11 +11,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
 from tenet.app import create_app
 from tests.conftest import ROOT, test_settings
+from tests.support.live import METRICS_AUTHORIZATION
 from tests.support.metrics import (
     ALERTS,
     DEPLOY,
@@ -117,3 +119,19 @@ async def test_the_exposition_passes_promtool_s_lint(exposition, tmp_path):
     done = await asyncio.to_thread(subprocess.run, [PROMTOOL, "check", "metrics"], input=exposition,
                                    capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_promtool
+@pytest.mark.live_server
+def test_a_multi_process_server_s_exposition_passes_promtool(live_server):
+    """`tenet serve --workers 2` (prometheus_client's multi-process mode): a later scrape, whichever process answers,
+    is still one family per name (promtool refuses a second TYPE line) with the series deploy/ selects."""
+    for _ in range(3):
+        exposition = httpx.get(f"{live_server.url}/metrics", headers=METRICS_AUTHORIZATION).text
+    assert PROMTOOL is not None
+    done = subprocess.run([PROMTOOL, "check", "metrics"], input=exposition, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'pid="' not in exposition
+    missing = {name for name in series_used() if not name.startswith(STANDBY_SERIES)} - sample_names(exposition)
+    assert missing == set()
