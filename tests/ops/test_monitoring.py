@@ -127,7 +127,7 @@ def test_a_multi_process_server_s_exposition_passes_promtool(live_server):
     """`tenet serve --workers 2` (prometheus_client's multi-process mode): a later scrape, whichever process answers,
     is still one family per name (promtool refuses a second TYPE line) with the series deploy/ selects."""
     for _ in range(3):
-        exposition = httpx.get(f"{live_server.url}/metrics", headers=METRICS_AUTHORIZATION).text
+        exposition = httpx.get(f"{live_server.url}/metrics", headers=METRICS_AUTHORIZATION, timeout=30).text
     assert PROMTOOL is not None
     done = subprocess.run([PROMTOOL, "check", "metrics"], input=exposition, capture_output=True, text=True,
                           timeout=60)
