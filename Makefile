@@ -16,8 +16,11 @@ CHROMIUM := /usr/bin/chromium
 NGINX := /usr/sbin/nginx
 # The scale-out tests run Debian's PgBouncer (transaction pooling) in front of the test database.
 PGBOUNCER := /usr/sbin/pgbouncer
+# The monitoring tests check deploy/prometheus (alert rules, their unit tests, the scrape config) with promtool,
+# which Debian's prometheus package ships.
+PROMTOOL := /usr/bin/promtool
 
-.PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots pgbouncer property-explore soak soak-short
+.PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots pgbouncer promtool property-explore soak soak-short
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +62,19 @@ $(PGBOUNCER):
 ## PgBouncer for tests/ops/test_pgbouncer.py (make test installs it too)
 pgbouncer: $(PGBOUNCER)
 
+# Only its promtool is used: the server the package would start is stopped and disabled at once.
+$(PROMTOOL):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing promtool for the monitoring tests (apt-get install prometheus)"; \
+	  apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null; }; \
+	  systemctl disable --now prometheus >/dev/null 2>&1 || service prometheus stop >/dev/null 2>&1 || true; \
+	else \
+	  echo "The monitoring tests need promtool at $(PROMTOOL): install it (Debian: sudo apt-get install prometheus)"; exit 1; \
+	fi
+
+## promtool for tests/ops/test_monitoring.py (make test installs it too)
+promtool: $(PROMTOOL)
+
 ## The soak (ops/soak, issue 21; root: it makes network namespaces): 2 API hosts, 2 workers, nginx, PgBouncer, a
 ## primary and a streaming replica, mixed load with faults on a schedule; report in var/soak/. Not part of `make test`.
 SOAK_ARGS ?=
@@ -82,7 +98,7 @@ worker: $(RUNTIME_STAMP)
 	$(BIN)/tenet worker
 
 ## Install and run the whole test suite (embedded PostgreSQL unless DATABASE_URL is set)
-test: $(TEST_STAMP) $(CHROMIUM) $(NGINX) $(PGBOUNCER)
+test: $(TEST_STAMP) $(CHROMIUM) $(NGINX) $(PGBOUNCER) $(PROMTOOL)
 	$(BIN)/python -m pytest -n auto $(PYTEST_ARGS)
 
 ## The widened fuzz pass (huge exponents, long digit strings, lone surrogates) over every route, longer than the

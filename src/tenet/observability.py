@@ -8,13 +8,17 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 from pythonjsonlogger.json import JsonFormatter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenet.kernel.context import request_id_var
+from tenet.kernel.metrics import route_timer
 
 log = logging.getLogger("tenet.http")
 
@@ -148,12 +152,26 @@ def render_metrics(extra: dict[str, tuple[str, list[tuple[dict[str, str], float]
 
         text = generate_latest(REGISTRY)
     scrape = CollectorRegistry()
-    for name, (help_text, samples) in extra.items():
-        labels = sorted({key for sample_labels, _ in samples for key in sample_labels})
-        gauge = Gauge(name, help_text, labels, registry=scrape)
-        for sample_labels, value in samples:
-            (gauge.labels(**sample_labels) if labels else gauge).set(value)
+    scrape.register(_ScrapeGauges(extra))
     return text + generate_latest(scrape)
+
+
+class _ScrapeGauges(Collector):
+    """The scrape's own gauges as metric families, holding no value anywhere else. A `Gauge` would not do: in
+    multi-process mode prometheus_client keeps every Gauge's value in the processes' shared files, so the next
+    scrape read each of them back (with a `pid` label, frozen at whatever the last scrape of that process saw: a
+    `tenet_database_up 0` of an old outage) beside the fresh one, under a second TYPE line of the same name."""
+
+    def __init__(self, extra: dict[str, tuple[str, list[tuple[dict[str, str], float]]]]) -> None:
+        self.extra = extra
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        for name, (help_text, samples) in self.extra.items():
+            labels = sorted({key for sample_labels, _ in samples for key in sample_labels})
+            family = GaugeMetricFamily(name, help_text, labels=labels)
+            for sample_labels, value in samples:
+                family.add_metric([sample_labels[key] for key in labels], value)
+            yield family
 
 
 # --- middleware --------------------------------------------------------------------------------------
@@ -194,6 +212,8 @@ class ObservabilityMiddleware:
             method = scope["method"]
             HTTP_REQUESTS.labels(method, template, str(status)).inc()
             HTTP_LATENCY.labels(method, template).observe(elapsed)
+            if (timer := route_timer(route)) is not None:
+                timer(elapsed)
             log.info("request", extra={
                 "method": method, "path": scope["path"], "route": template, "status": status,
                 "duration_ms": round(elapsed * 1000, 2),

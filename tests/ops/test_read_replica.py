@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from prometheus_client import REGISTRY
 
 from ops.cluster import StreamingCluster, postgres_bin, streaming_cluster
 from tenet.app import create_app
@@ -26,6 +27,7 @@ from tenet.db.database import Database
 from tenet.kernel.replica import READ_AFTER_COOKIE, READ_AFTER_HEADER, parse_lsn
 from tests.conftest import test_settings
 from tests.support.api import Api
+from tests.support.metrics import STANDBY_SERIES, sample_names, series_used, value
 from tests.support.outcomes import code
 from tests.support.users import TestUser, UserFactory
 
@@ -168,6 +170,22 @@ async def test_every_read_goes_to_the_primary_when_the_standby_lags_past_the_bou
             assert "tenet_db_standby_in_use 0.0" in scraped.text
             lag = re.search(r"^tenet_db_standby_lag_seconds (\S+)$", scraped.text, flags=re.M)
             assert lag is not None and float(lag.group(1)) > 1
+
+
+async def test_the_standby_series_the_dashboard_and_the_alerts_select_are_exported(standby_state, tmp_path, clock):
+    """deploy/grafana and deploy/prometheus select these; tests/ops/test_monitoring.py checks the others, which an
+    app without a standby exports too."""
+    async with serving(standby_state, tmp_path, clock, max_lag=3600) as app:
+        await standby_in_use(app)
+        before = REGISTRY.get_sample_value("tenet_db_reads_routed_total", {"target": "standby"})
+        await app.state.db.standby.all("SELECT 1")
+        async with client_of(app) as client:
+            scraped = (await client.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})).text
+    wanted = {name for name in series_used() if name.startswith(STANDBY_SERIES)}
+    assert {"tenet_db_standby_in_use", "tenet_db_standby_lag_seconds", "tenet_db_reads_routed_total"} <= wanted
+    assert wanted <= sample_names(scraped)
+    assert value(scraped, "tenet_db_standby_in_use") == 1.0
+    assert value(scraped, "tenet_db_reads_routed_total", target="standby") == before + 1
 
 
 async def test_reads_move_to_the_primary_when_the_standby_stops(standby_state, tmp_path, clock):

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from tenet.kernel.availability import Availability
+from tenet.kernel.metrics import timed_pool_class
 from tenet.kernel.reads import BoundReads, PooledReads, Reads
 from tenet.kernel.replica import MONITOR_TIMEOUT, ReplicaReads, note_commit
 from tenet.kernel.settings import POSTGRESQL_URL_PREFIXES, KernelSettings
@@ -105,7 +106,8 @@ def connect_timeout(url: str, pool_timeout: float) -> int | None:
 
 
 def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10, pool_timeout: float = 10.0,
-                application_name: str = "tenet", prepare: bool = True) -> AsyncEngine:
+                application_name: str = "tenet", prepare: bool = True, pool_label: str = "write") -> AsyncEngine:
+    """An engine on psycopg 3 whose pool's checkouts are timed under `pool=pool_label` (tenet.kernel.metrics)."""
     connect_args: dict[str, Any] = {"application_name": application_name}
     if not prepare:
         # Behind PgBouncer in transaction mode (TENET_DATABASE_PGBOUNCER) consecutive transactions of one
@@ -119,6 +121,7 @@ def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10, pool_t
         pool_size=pool_size,
         max_overflow=max_overflow,
         pool_timeout=pool_timeout,
+        poolclass=timed_pool_class(pool_label),
         # A restarted database leaves dead connections in the pool. SQLAlchemy's pre-ping would find them
         # with a `SELECT 1` on every checkout (a round trip per unit of work, about a tenth of a hot write's
         # cost: bench/invitation_create); `refuse_dead_connection` finds them without one.
@@ -195,7 +198,7 @@ class Database:
                 standby_timeout = min(read_timeout, MONITOR_TIMEOUT)
                 standby_pool = PooledReads(
                     libpq_url(standby_url), size=read_pool_size, timeout=standby_timeout,
-                    application_name="tenet-standby-read", prepare=prepare, retry_broken=False,
+                    application_name="tenet-standby-read", prepare=prepare, retry_broken=False, metrics_label="standby",
                     connect_timeout=connect_timeout(standby_url, standby_timeout))
                 self.standby = ReplicaReads(self._pooled_reads, standby_pool, standby_conninfo=libpq_url(standby_url),
                                             max_lag=standby_max_lag, prepare=prepare,
@@ -291,7 +294,7 @@ class Database:
         if self._session_url is not None and self._session_engine is None:
             self._session_engine = make_engine(self._session_url, pool_size=2, max_overflow=8,
                                                pool_timeout=self._read_timeout, application_name="tenet-session",
-                                               prepare=self._prepare)
+                                               prepare=self._prepare, pool_label="session")
         async with (self._session_engine or self.engine).connect() as connection:
             yield connection
 

@@ -244,6 +244,30 @@ async def count_jobs(connection: AsyncConnection) -> dict[tuple[str, str], int]:
     return {(queue, status): count for queue, status, count in rows}
 
 
+# A job is ready once it is `todo` and its scheduled time (if any) has passed: procrastinate's own fetch condition,
+# on the database's clock as procrastinate's is. It has been ready since the later of that time and its last
+# entry into `todo` (deferred, deferred again for a retry, retried by hand). Only `todo` rows are read (the partial
+# indexes on status = 'todo'), and their few events by job id: the finished jobs never count.
+_READY_JOBS = """
+    SELECT j.queue_name, count(*) AS ready,
+           coalesce(extract(epoch FROM now() - min(greatest(j.scheduled_at, entered.at))), 0) AS oldest_seconds
+      FROM procrastinate_jobs j
+      LEFT JOIN LATERAL (SELECT max(e.at) AS at FROM procrastinate_events e
+                          WHERE e.job_id = j.id AND e.type IN ('deferred', 'deferred_for_retry', 'retried')
+                        ) entered ON true
+     WHERE j.status = 'todo' AND (j.scheduled_at IS NULL OR j.scheduled_at <= now())
+     GROUP BY j.queue_name"""
+
+
+async def ready_jobs(connection: AsyncConnection) -> dict[str, tuple[int, float]]:
+    """Per queue: how many jobs are ready to run now and how long (seconds) the oldest of them has waited (for
+    /metrics: a queue whose oldest job keeps waiting is a worker short, or none running). The default queue is
+    always there, with 0 and 0 when empty, so its graphs have no gaps."""
+    found = {queue: (int(ready), max(0.0, float(oldest)))
+             for queue, ready, oldest in await connection.execute(text(_READY_JOBS))}
+    return {procrastinate.jobs.DEFAULT_QUEUE: (0, 0.0), **found}
+
+
 # --- stalled jobs ----------------------------------------------------------------------------------
 # A worker killed while it runs a job (SIGKILL, the OOM killer, its machine lost) cannot give the job back:
 # procrastinate leaves it `doing` for ever and never retries it. Every worker records a heartbeat; the jobs

@@ -315,6 +315,19 @@ async def count_by_status(connection: AsyncConnection) -> dict[str, int]:
     return {status: count for status, count in rows}
 
 
+async def due_backlog(connection: AsyncConnection, now: datetime) -> tuple[int, float]:
+    """Pending mail due now (whether or not a deliverer holds it) and how long (seconds) the longest-waiting of it
+    has been due (for /metrics: a backlog that only grows means no deliverer runs or SMTP refuses). Due is
+    `next_attempt_at` as `claim_due` reads it, on the service's clock; a mail backing off after a failed attempt
+    is not due until its next attempt. Read through the partial index on due pending mail."""
+    row = (await connection.execute(text(
+        "SELECT count(*), min(next_attempt_at) FROM kernel.email_outbox "
+        "WHERE status = 'pending' AND next_attempt_at <= :now"), {"now": now})).one()
+    count, oldest = row
+    waited = 0.0 if oldest is None else max(0.0, (now - oldest).total_seconds())
+    return int(count), waited
+
+
 async def purge_sent(db: Database, now: datetime) -> int:
     """Sent mail may hold tokens (invitation links); keep it only a week."""
     async with db.unit_of_work() as session:

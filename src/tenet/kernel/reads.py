@@ -27,6 +27,7 @@ idle connections are checked as for a read, so the next request does not meet an
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from contextlib import suppress
 from typing import Any, Protocol
@@ -37,6 +38,7 @@ from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection as SqlAlchemyConnection
 
 from tenet.kernel.availability import Availability, database_unavailable
+from tenet.kernel.metrics import observe_checkout, observe_checkout_timeout
 
 log = logging.getLogger(__name__)
 
@@ -87,13 +89,19 @@ def _reporting_connection(availability: Availability | None) -> type[psycopg.Asy
     return ReportingConnection
 
 
+def _no_idle_connection(pool: AsyncConnectionPool[Any]) -> bool:
+    """Whether a checkout now has to wait (for a connection to open or to come back): psycopg's own measure."""
+    return pool.get_stats().get("pool_available", 0) == 0
+
+
 class PooledReads:
     """Production: a psycopg pool of autocommit connections, separate from the unit of work's pool."""
 
     def __init__(self, conninfo: str, *, size: int, timeout: float, availability: Availability | None = None,
                  application_name: str = "tenet-read", connect_timeout: int | None = None, prepare: bool = True,
-                 retry_broken: bool = True) -> None:
+                 retry_broken: bool = True, metrics_label: str = "read") -> None:
         self._conninfo = conninfo
+        self._metrics_label = metrics_label  # `pool` of its checkouts in tenet.kernel.metrics
         self._size = size
         self._timeout = timeout
         self._availability = availability
@@ -154,13 +162,17 @@ class PooledReads:
                 await self.open()
             connection: psycopg.AsyncConnection[Any] | None = None
             pool = self.pool
+            started, waited = time.perf_counter(), _no_idle_connection(pool)
             try:
-                async with pool.connection() as connection, connection.cursor(row_factory=dict_row) as cursor:
-                    await cursor.execute(sql, params)
-                    if fetch == "all":
-                        return await cursor.fetchall()
-                    return await cursor.fetchone()
+                async with pool.connection() as connection:
+                    observe_checkout(self._metrics_label, started, waited=waited)
+                    async with connection.cursor(row_factory=dict_row) as cursor:
+                        await cursor.execute(sql, params)
+                        if fetch == "all":
+                            return await cursor.fetchall()
+                        return await cursor.fetchone()
             except PoolTimeout:
+                observe_checkout_timeout(self._metrics_label, started)
                 log.warning("read path: no connection within the pool timeout")
                 if self._availability is not None:
                     self._availability.suspect()

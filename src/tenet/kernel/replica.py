@@ -45,6 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tenet.kernel import errors, problems
 from tenet.kernel.availability import Availability
+from tenet.kernel.metrics import READS_ROUTED
 from tenet.kernel.reads import Params, PooledReads, Row
 
 log = logging.getLogger(__name__)
@@ -136,7 +137,9 @@ class ReplicaReads:
         self._monitor: asyncio.Task[None] | None = None
         self._monitor_connection: psycopg.AsyncConnection[Any] | None = None
         self._closed = False
-        self.routed = {"standby": 0, "primary": 0}  # reads per target since start (for tests and /metrics)
+        self.routed = {"standby": 0, "primary": 0}  # reads per target since start (for tests)
+        for target in self.routed:  # /metrics: counted across the processes of `tenet serve --workers N`
+            READS_ROUTED.labels(target)
 
     # --- Reads ---------------------------------------------------------------------------------------------
 
@@ -187,8 +190,10 @@ class ReplicaReads:
                              exc.sqlstate)
             else:
                 self.routed["standby"] += 1
+                READS_ROUTED.labels("standby").inc()
                 return result
         self.routed["primary"] += 1
+        READS_ROUTED.labels("primary").inc()
         return await run(self.primary)
 
     async def _take_out_of_use(self, reason: str) -> None:

@@ -183,3 +183,24 @@ async def test_replay_processes_a_mailbox_s_stored_notifications_again_and_old_o
     assert await run_now(tasks.outlook_purge_notifications, job_runtime, timestamp=0) == 1
     assert await _rows(db, "SELECT id FROM meeting_attendance.outlook_notifications") == []
     assert_read_only(graph)
+
+
+async def test_the_webhooks_answers_are_timed_and_their_items_counted(client):
+    """/metrics: Graph's 3-second deadline has a histogram of its own, and kept and dropped items are counted (kept
+    once committed)."""
+    from prometheus_client import REGISTRY
+
+    def metric(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    acks = {kind: metric("tenet_outlook_webhook_ack_seconds_count", kind=kind) for kind in ("change", "lifecycle")}
+    kept = metric("tenet_outlook_notifications_total", kind="change", outcome="kept")
+    dropped = metric("tenet_outlook_notifications_total", kind="change", outcome="dropped")
+    item = {"subscriptionId": "s", "changeType": "updated", "clientState": CLIENT_STATE, "resource": "Users/u/Events/e"}
+    body = {"value": [item, item, {**item, "clientState": "guess"}]}
+    assert (await client.post(f"{BASE}/outlook/notifications", json=body)).status_code == 202
+    assert (await client.post(f"{BASE}/outlook/lifecycle", params={"validationToken": "t"})).status_code == 200
+    assert metric("tenet_outlook_webhook_ack_seconds_count", kind="change") - acks["change"] == 1
+    assert metric("tenet_outlook_webhook_ack_seconds_count", kind="lifecycle") - acks["lifecycle"] == 1
+    assert metric("tenet_outlook_notifications_total", kind="change", outcome="kept") - kept == 2
+    assert metric("tenet_outlook_notifications_total", kind="change", outcome="dropped") - dropped == 1

@@ -16,6 +16,7 @@ from tenet.iam.auth import require
 from tenet.iam.principal import Principal
 from tenet.kernel.http import TenetRoute, etag, if_match_version, json_response, problem_responses
 from tenet.kernel.idempotency import not_idempotent
+from tenet.kernel.metrics import timed_by
 from tenet.kernel.pagination import Page, PageParams, page_params
 from tenet.kernel.reads import Runner
 from tenet.kernel.settings import KernelSettings, section
@@ -334,6 +335,7 @@ async def _webhook(kind: str, request: Request, session: SessionDep, now: NowDep
 @router.post("/notifications", status_code=202, summary="Graph change notifications (public)",
              description=_WEBHOOK_DOC, response_class=Response, responses=_WEBHOOK_RESPONSES)
 @not_idempotent
+@timed_by(webhook.ACK_SECONDS.labels(kind="change").observe)
 async def notifications(request: Request, session: SessionDep, now: NowDep, settings: SettingsDep,
                         token: ValidationToken = None) -> Response:
     return await _webhook("CHANGE", request, session, now, settings, token)
@@ -343,6 +345,7 @@ async def notifications(request: Request, session: SessionDep, now: NowDep, sett
              description=_WEBHOOK_DOC + " Lifecycle events: reauthorizationRequired, subscriptionRemoved, missed.",
              response_class=Response, responses=_WEBHOOK_RESPONSES)
 @not_idempotent
+@timed_by(webhook.ACK_SECONDS.labels(kind="lifecycle").observe)
 async def lifecycle(request: Request, session: SessionDep, now: NowDep, settings: SettingsDep,
                     token: ValidationToken = None) -> Response:
     return await _webhook("LIFECYCLE", request, session, now, settings, token)

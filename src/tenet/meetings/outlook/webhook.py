@@ -21,13 +21,28 @@ from typing import Any
 import procrastinate
 import psycopg
 from procrastinate.exceptions import AlreadyEnqueued
+from prometheus_client import Counter, Histogram
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.db.database import after_commit
 from tenet.kernel.errors import BadRequest
 from tenet.kernel.statements import statements
 from tenet.meetings.settings import MeetingSettings
 
 log = logging.getLogger(__name__)
+
+# Graph's deadline is 3 s: the buckets are dense below it, so "answers slower than 3 s" is one bucket's complement.
+ACK_SECONDS = Histogram(
+    "tenet_outlook_webhook_ack_seconds",
+    "Time the Outlook webhooks took to answer Graph (whole request, commit included; Graph's deadline is 3 s)",
+    ["kind"], buckets=(0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 5.0, 10.0))
+NOTIFICATIONS = Counter(
+    "tenet_outlook_notifications",
+    "Graph notification items received by the webhooks: kept (stored for the worker) or dropped (wrong "
+    "clientState, or the sync is off)", ["kind", "outcome"])
+for _kind in ("change", "lifecycle"):  # at zero from the start, so the first drop is an increase rate() sees
+    NOTIFICATIONS.labels(_kind, "kept")
+    NOTIFICATIONS.labels(_kind, "dropped")
 
 MAX_ITEMS = 1000  # Graph batches far fewer; a bigger body is not Graph's
 PROCESS_JOB = "outlook_process_notifications"
@@ -152,12 +167,15 @@ async def receive(session: AsyncSession, *, settings: MeetingSettings, kind: str
     secret = settings.graph_notification_client_state
     if not settings.graph_configured or secret is None:
         log.warning("outlook notifications dropped: the sync is off", extra={"items": len(items)})
+        NOTIFICATIONS.labels(kind.lower(), "dropped").inc(len(items))
         return Received(0, len(items))
     kept, dropped = authentic(items, secret.get_secret_value())
     if dropped:
         log.warning("outlook notifications with a wrong clientState dropped", extra={"dropped": dropped})
+        NOTIFICATIONS.labels(kind.lower(), "dropped").inc(dropped)
     if not kept:
         return Received(0, dropped)
+    _count_kept_after_commit(session, kind, len(kept))
     run = await statements(session)
     params = {"now": now, "kind": kind, "subs": [_text(i.get("subscriptionId"), 128) for i in kept],
               "changes": [_text(i.get("changeType"), 32) if kind == "CHANGE" else None for i in kept],
@@ -167,3 +185,12 @@ async def receive(session: AsyncSession, *, settings: MeetingSettings, kind: str
     if not (waiting and waiting["waiting"]):
         await _defer_processing(session)
     return Received(len(kept), dropped)
+
+
+def _count_kept_after_commit(session: AsyncSession, kind: str, count: int) -> None:
+    """Kept means stored: counted once the request's transaction has committed, never for a rolled-back one."""
+
+    async def counted() -> None:
+        NOTIFICATIONS.labels(kind.lower(), "kept").inc(count)
+
+    after_commit(session, counted)
