@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         result = asyncio.run(_soak(topology, args))
         result["started"] = started
+        if not result["passed"]:
+            _dump_database(topology, args.out / "database.dump")
         report.write(args.out, result, result.pop("_samples"), result.pop("_faults"), result["duration_s"])
         print(report.markdown(result).split("## Faults")[0], flush=True)
         print(f"soak: report in {args.out}/report.md", flush=True)
@@ -126,6 +128,16 @@ async def _soak(topology: Topology, args: argparse.Namespace) -> dict[str, Any]:
         differ = await checks.downloads_differ(client, (world.ADMIN_EMAIL, world.ADMIN_PASSWORD), record.uploads)
     context = {"world": made[0], "slots": slots, "runs_cut": runs_cut, "downloads_differ": differ}
     return _checks(topology, record, plan, notes, baseline.get("connections", {}), drained, args, context)
+
+
+def _dump_database(topology: Topology, path: Path) -> None:
+    """A failed soak leaves the primary's database behind (`pg_restore -d <db> database.dump`) for a closer look:
+    the topology itself is removed."""
+    assert topology.cluster is not None
+    dumped = subprocess.run([str(topology.cluster.bin_dir / "pg_dump"), "-Fc", "-f", str(path),
+                             topology.cluster.primary.url(DATABASE)], capture_output=True, text=True, timeout=600)
+    print(f"soak: the database is in {path}" if dumped.returncode == 0 else
+          f"soak: pg_dump failed: {dumped.stderr.strip()[:300]}", flush=True)
 
 
 def _due_slots(made: World) -> list[tuple[str, dt.datetime]]:

@@ -91,17 +91,19 @@ class SlotVerdict:
 def check_slots(connection: psycopg.Connection, slots: Sequence[tuple[str, datetime]]) -> SlotVerdict:
     """Each (job id, slot) has one run for that slot (the unique key makes more impossible), succeeded, whose
     effect is exactly one inbox message (a digest; a run executed twice would have written two)."""
-    runs = {(str(job), at): (status, effects) for job, at, status, effects in connection.execute(
-        "SELECT r.job_id, r.scheduled_at, r.status, (SELECT count(*) FROM social.inbox_messages m "
-        "WHERE m.automation_run_id = r.id) FROM social.automation_runs r WHERE r.job_id = ANY(%s::uuid[])",
-        ([uuid.UUID(job) for job, _ in slots],)).fetchall()}
+    runs = {(str(job), at): (status, effects, f"attempt {attempt}, {code}: {message}")
+            for job, at, status, effects, attempt, code, message in connection.execute(
+                "SELECT r.job_id, r.scheduled_at, r.status, (SELECT count(*) FROM social.inbox_messages m "
+                "WHERE m.automation_run_id = r.id), r.attempt, r.error_code, left(r.error_message, 120) "
+                "FROM social.automation_runs r WHERE r.job_id = ANY(%s::uuid[])",
+                ([uuid.UUID(job) for job, _ in slots],)).fetchall()}
     missing, failed, effects = [], [], []
     for job, slot in slots:
         found = runs.get((job, slot))
         if found is None:
             missing.append(job)
         elif found[0] != "succeeded":
-            failed.append(f"{job} ({found[0]})")
+            failed.append(f"{job} ({found[0]}, {found[2]})")
         elif found[1] != 1:
             effects.append(f"{job} ({found[1]} messages)")
     return SlotVerdict(expected=len(slots), ran_once=len(slots) - len(missing) - len(failed) - len(effects),
@@ -118,13 +120,15 @@ def check_runs_cut(connection: psycopg.Connection, runs: Sequence[str]) -> Verdi
     """The automation runs a killed worker was executing: each finished, succeeded, on a later attempt (the
     killed one's transaction was rolled back, the run recovered after its lease and claimed again), with
     exactly one digest message."""
+    distinct = sorted(set(runs))  # a run cut by one kill may be cut again by a later one
     rows = connection.execute(
         "SELECT r.id, r.status, r.attempt, (SELECT count(*) FROM social.inbox_messages m "
-        "WHERE m.automation_run_id = r.id) FROM social.automation_runs r WHERE r.id = ANY(%s::uuid[])",
-        ([uuid.UUID(r) for r in runs],)).fetchall()
-    wrong = [f"{run} ({status}, attempt {attempt}, {effects} messages)" for run, status, attempt, effects in rows
+        "WHERE m.automation_run_id = r.id), r.error_code, left(r.error_message, 120) "
+        "FROM social.automation_runs r WHERE r.id = ANY(%s::uuid[])", ([uuid.UUID(r) for r in distinct],)).fetchall()
+    wrong = [f"{run} ({status}, attempt {attempt}, {effects} messages, last error {code}: {message})"
+             for run, status, attempt, effects, code, message in rows
              if status != "succeeded" or attempt < 2 or effects != 1]
-    absent = len(runs) - len(rows)
+    absent = len(distinct) - len(rows)
     return Verdict(not wrong and not absent,
                    f"{len(rows) - len(wrong)} succeeded on a later attempt with one digest each"
                    f"{'; ' + ', '.join(wrong[:3]) if wrong else ''}{f'; {absent} not found' if absent else ''}")
