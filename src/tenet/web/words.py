@@ -59,6 +59,12 @@ SENTENCES: dict[str, str] = {
     "OUTLOOK_EXCLUSION_NOT_SERIES": N_("Only occurrences of a bound series can be excluded."),
     "OUTLOOK_EXCLUSION_EXISTS": N_("This occurrence is excluded already."),
     "OUTLOOK_EXCLUSION_NOT_FOUND": N_("This occurrence is not excluded."),
+    "OUTLOOK_MAILBOX_NOT_READABLE": N_("Microsoft refuses Tenet this mailbox, or does not know it: it cannot be a "
+                                       "source until a resync finds it readable."),
+    "OUTLOOK_TAKEOVER_COPY_NOT_FOUND": N_("Tenet found no copy of this meeting in that mailbox (or several): enter "
+                                          "the event's id in that mailbox."),
+    "OUTLOOK_TAKEOVER_KIND_MISMATCH": N_("That event is a single event where the binding keeps a series, or the "
+                                         "reverse."),
     # The reservation desk (issue 19)
     "HOTEL_NOT_FOUND": N_("This hotel does not exist, or you may not see it."),
     "HOTEL_ALREADY_EXISTS": N_("This hotel is registered already."),

@@ -138,7 +138,8 @@ class Takeover(BaseModel):
 
     mailbox_id: uuid.UUID
     graph_event_id: str | None = Field(None, min_length=1, max_length=512,
-                                       description="The event's id in the new mailbox, when it differs")
+                                       description="The event's id in the new mailbox; default: that "
+                                                   "mailbox's copy of the same event, found by its iCalUId")
     sync_from: datetime | None = Field(None, description="Default now: the new source never rewrites the past")
 
 
