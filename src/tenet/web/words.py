@@ -23,7 +23,8 @@ SENTENCES: dict[str, str] = {
     "MEETING_NOT_FOUND": N_("This meeting does not exist, or you may not see it."),
     "MEETING_CANCELLED": N_("The meeting is cancelled."),
     "MEETING_ACTION_FORBIDDEN": N_("You may not do this for this meeting."),
-    "MEETING_TIME_INVALID": N_("The end must come after the start, within the supported dates."),
+    "MEETING_TIME_INVALID": N_("These times are not valid: an end must come after its start, and every date must "
+                               "lie between 1900 and 2199."),
     "TIMEZONE_INVALID": N_("This is not a time zone this server knows (use a name such as Asia/Shanghai)."),
     "ATTENDANCE_NOTE_REQUIRED": N_("Give a reason to excuse someone or to undo a check-in."),
     "ATTENDANCE_EXISTS": N_("This person checked in meanwhile: change that attendance instead."),

@@ -21,7 +21,8 @@ from tenet.kernel.audit import Actor
 from tenet.kernel.db_errors import add_unique, violated_constraint
 from tenet.kernel.errors import DomainError, PreconditionFailed
 from tenet.kernel.transitions import Refusal, transition
-from tenet.meetings import audit
+from tenet.meetings import audit, times
+from tenet.meetings.errors import MeetingTimeInvalid
 from tenet.meetings.outlook import errors, lifecycles, webhook
 from tenet.meetings.outlook.models import (
     BINDING_EVENT_ACTIVE,
@@ -35,6 +36,19 @@ from tenet.meetings.outlook.models import (
 KIND_OF = {"singleInstance": "SINGLE", "seriesMaster": "SERIES"}
 TYPE_OF = {kind: graph_type for graph_type, kind in KIND_OF.items()}
 UNREADABLE = ("ACCESS_DENIED", "INVALID")  # Graph refused the mailbox or does not know it
+
+
+def _supported(moment: datetime | None, field: str) -> None:
+    """An instant a command stores lies in the range Tenet supports (meetings.times, the meetings' own rule and code:
+    422 MEETING_TIME_INVALID, reason out_of_range, the `field` named). Checked before anything is read or written:
+    PostgreSQL stores `10000-01-01`, which psycopg then cannot read, so the binding would be unreadable for good.
+    A naive instant (no offset) is refused too: which instant it names is unknown."""
+    if moment is None:
+        return
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise MeetingTimeInvalid(f"{field} needs a time zone offset", reason="no_offset", field=field)
+    if not times.in_range(moment):
+        raise MeetingTimeInvalid(f"{field} must lie {times.RANGE_TEXT}", reason="out_of_range", field=field)
 
 
 def _refuse(refusal: Refusal[OutlookBinding]) -> DomainError:
@@ -81,6 +95,7 @@ async def create_binding(session: AsyncSession, *, principal_id: uuid.UUID, mail
                          graph_event_id: str, sync_from: datetime | None, now: datetime) -> OutlookBinding:
     """PENDING until the first sync writes its meeting or series. One live binding per event (MA-INV-30: the
     pre-check answers the friendly 409 with the live binding's id, the partial unique index decides races)."""
+    _supported(sync_from, "sync_from")
     await _source_mailbox(session, mailbox_id)
     found = await _candidate(session, mailbox_id, graph_event_id)
     await _already_bound(session, graph_event_id)
@@ -136,6 +151,7 @@ async def take_over(session: AsyncSession, *, principal_id: uuid.UUID, binding_i
     mailbox's copy found by iCalUId (`_copy_in`, 409 OUTLOOK_TAKEOVER_COPY_NOT_FOUND without a single match). Every
     way, the id must be a live candidate of the new mailbox (404 OUTLOOK_CANDIDATE_NOT_FOUND) of the binding's kind
     (409 OUTLOOK_TAKEOVER_KIND_MISMATCH), and the mailbox readable. A refusal changes nothing."""
+    _supported(sync_from, "sync_from")
     before = await lock_binding(session, binding_id)
     if expected_version is not None and before.version != expected_version:
         raise PreconditionFailed(current_version=before.version)  # a stale form first hears that it is stale
@@ -183,6 +199,7 @@ async def release(session: AsyncSession, *, principal_id: uuid.UUID, binding_id:
 async def exclude(session: AsyncSession, *, principal_id: uuid.UUID, binding_id: uuid.UUID, original_start: datetime,
                   now: datetime) -> OutlookExclusion:
     """MA-INV-33: the occurrence is never written by the sync again (the links' trigger refuses it)."""
+    _supported(original_start, "original_start")
     binding = await lock_binding(session, binding_id)
     if binding.kind != "SERIES":
         raise errors.ExclusionNotSeries()
@@ -202,6 +219,7 @@ async def exclude(session: AsyncSession, *, principal_id: uuid.UUID, binding_id:
 async def include_again(session: AsyncSession, *, principal_id: uuid.UUID, binding_id: uuid.UUID,
                         original_start: datetime, now: datetime) -> None:
     """Removing an exclusion: the binding's next sync (queued here) resumes the occurrence. Audited."""
+    _supported(original_start, "original_start")
     binding = await lock_binding(session, binding_id)
     removed = await session.execute(delete(OutlookExclusion).where(
         OutlookExclusion.binding_id == binding_id, OutlookExclusion.original_start == original_start))
