@@ -10,7 +10,7 @@ it is refused (409 `OUTLOOK_TAKEOVER_COPY_NOT_FOUND`, nothing changed), and so i
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
@@ -170,4 +170,27 @@ async def test_a_sync_never_cancels_because_its_event_id_is_unknown_in_its_mailb
                               {"m": bound["mailbox"]["id"], "b": bound["binding"]["id"]})
     bound["box"].delete_event(bound["master"])
     assert (await _sync(job_runtime, bound["binding"]))["cancelled"] == MONDAYS
+    assert_read_only(graph)
+
+
+async def test_after_a_takeover_an_unmatched_occurrence_is_confirmed_in_the_mailbox_its_id_belongs_to(
+        ma, manager, tenet_on_graph, bound, db, job_runtime):
+    """The new source's /instances lacks two occurrences whose links still hold the old source's ids: the one deleted
+    in the old source too (its 404 there) is cancelled; the one the old source still has is left as it is: the new
+    mailbox answering 404 for the old mailbox's id proves nothing."""
+    graph = tenet_on_graph
+    assistant = graph.add_mailbox("assistant@contoso.com")
+    copy = assistant.copy_event(bound["master"])
+    a = (await ma.call("POST", "/outlook/mailboxes", manager, json={"address": "assistant@contoso.com"})).json()
+    await run_now(tasks.outlook_delta_round, job_runtime, mailbox_id=a["id"])
+    taken = (await ma.call("POST", f"/outlook/bindings/{bound['binding']['id']}/takeover", manager,
+                           json={"mailbox_id": a["id"]})).json()
+    first, second = datetime(2026, 3, 9, 16, tzinfo=UTC), datetime(2026, 3, 16, 16, tzinfo=UTC)  # 09:00 PDT
+    for box, master in ((assistant, copy), (bound["box"], bound["master"])):
+        box.delete_occurrence(master, first)  # deleted by its organizer: gone from every copy
+    assistant.delete_occurrence(copy, second)  # gone from the new source's copy only
+    counts = await _sync(job_runtime, taken)
+    assert counts["cancelled"] == 1 and counts["skipped"] == 1, counts
+    meetings = await _meetings(db, taken)
+    assert [m["status"] for m in meetings].count("CANCELLED") == 1 and len(meetings) == MONDAYS
     assert_read_only(graph)
