@@ -39,9 +39,12 @@ async def _pool(db) -> dict:
                 {"id": box, "a": address, "u": user, "t": NOW})
             await audit.record(session, action=audit.Action.OUTLOOK_MAILBOX_ADDED,
                                resource=audit.Resource.OUTLOOK_MAILBOX, resource_id=box, now=NOW, actor=None)
+            # Both mailboxes hold a copy of one meeting: the same iCalUId (a takeover naming only the mailbox
+            # finds the new one's copy by it).
             await session.execute(text(
                 "INSERT INTO meeting_attendance.outlook_candidates (mailbox_id, graph_event_id, type, subject, "
-                "start_at, end_at, last_seen_at) VALUES (:m, 'AAMk-series', 'seriesMaster', 'Weekly', :t, :t, :t)"),
+                "start_at, end_at, ical_uid, last_seen_at) "
+                "VALUES (:m, 'AAMk-series', 'seriesMaster', 'Weekly', :t, :t, 'UID-weekly', :t)"),
                 {"m": box, "t": NOW})
     return {"user": user, "mailbox": mailbox, "other": other}
 

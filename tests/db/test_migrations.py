@@ -140,3 +140,41 @@ def test_upgrading_a_database_with_data_of_the_previous_revision_keeps_it(scratc
     check = subprocess.run([sys.executable, "-m", "tenet", "invariants", "check", "--database-url", url],
                            capture_output=True, text=True, timeout=120, check=False)
     assert check.returncode == 0, check.stderr
+
+
+def test_outlook_instants_outside_the_supported_range_are_repaired(scratch_database):
+    """Before the binding commands checked their instants the console could store `10000-01-01 07:59+00` (psycopg
+    cannot read it back): the repair leaves every binding readable, meaning what it meant (issue 17)."""
+    url = scratch_database("outlook_repair")
+    migrate.upgrade(url, "8d2f4a6c1e93")
+    user, mailbox = "11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222"
+    bindings = {"33333333-3333-3333-3333-333333333333": "10000-01-01 07:59:00+00",
+                "44444444-4444-4444-4444-444444444444": "0001-01-01 00:00:00+00 BC",
+                "55555555-5555-5555-5555-555555555555": "2026-01-05 09:00:00+00"}
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            "INSERT INTO iam.user_account (id, email, email_normalized, email_normalization, display_name,"
+            " password_hash, status, created_at, updated_at) VALUES"
+            " (%s, 'a@example.com', 'a@example.com', 'email-v1', 'A', '$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA',"
+            " 'active', now(), now())", (user,))
+        connection.execute("INSERT INTO meeting_attendance.outlook_mailboxes (id, address, kind, state, created_by_id,"
+                           " created_at, updated_at) VALUES (%s, 'room@contoso.com', 'SHARED', 'OK', %s, now(), now())",
+                           (mailbox, user))
+        for n, (binding, sync_from) in enumerate(bindings.items()):
+            connection.execute(
+                "INSERT INTO meeting_attendance.outlook_bindings (id, graph_event_id, kind, mailbox_id, bound_by_id,"
+                " sync_from, status, created_at, updated_at) VALUES (%s, %s, 'SERIES', %s, %s, %s::timestamptz,"
+                " 'PENDING', now(), now())", (binding, f"AAMk-{n}", mailbox, user, sync_from))
+            for start in ("10000-01-01 07:59:00+00", "2026-03-09 17:00:00+00"):
+                connection.execute("INSERT INTO meeting_attendance.outlook_exclusions VALUES (%s, %s::timestamptz,"
+                                   " %s, now())", (binding, start, user))
+    migrate.upgrade(url)
+    with psycopg.connect(url) as connection:
+        connection.execute("SET TIME ZONE 'UTC'")
+        rows = connection.execute("SELECT id::text, sync_from::text FROM meeting_attendance.outlook_bindings "
+                                  "ORDER BY id").fetchall()
+        kept = connection.execute("SELECT original_start::text FROM meeting_attendance.outlook_exclusions").fetchall()
+    assert rows == [("33333333-3333-3333-3333-333333333333", "2200-01-01 00:00:00+00"),
+                    ("44444444-4444-4444-4444-444444444444", "1900-01-01 00:00:00+00"),
+                    ("55555555-5555-5555-5555-555555555555", "2026-01-05 09:00:00+00")]
+    assert kept == [("2026-03-09 17:00:00+00",)] * 3

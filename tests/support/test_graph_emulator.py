@@ -208,6 +208,31 @@ async def test_rest_ids_change_when_an_event_moves_and_immutable_ids_do_not(grap
     assert len(graph.requests_without_immutable_id()) == 2
 
 
+async def test_each_mailbox_s_copy_of_a_meeting_has_its_own_ids_and_the_same_ical_uid(graph):
+    """Graph's iCalUId: "a unique identifier for an event across calendars", different for each occurrence of a
+    series. ImmutableIds are per mailbox: another mailbox's id is 404."""
+    organizer, assistant = graph.add_mailbox("organizer@contoso.com"), graph.add_mailbox("assistant@contoso.com")
+    master = organizer.create_series("Weekly", "2026-01-05T09:00", "2026-01-05T10:00",
+                                     pattern={"type": "weekly", "daysOfWeek": ["monday"]}, count=3)
+    copy = assistant.copy_event(master)
+    single = organizer.create_event("Once", "2026-01-06T09:00", "2026-01-06T10:00")
+    assert assistant.id_of(copy) != organizer.id_of(master)
+    async with graph_client(graph) as client:
+        mine = (await client.get(f"{graph.base_url}/users/{organizer.id}/events/{organizer.id_of(master)}")).json()
+        theirs = (await client.get(f"{graph.base_url}/users/{assistant.id}/events/{assistant.id_of(copy)}")).json()
+        foreign = await client.get(f"{graph.base_url}/users/{assistant.id}/events/{organizer.id_of(master)}")
+        delta, _, _ = await all_pages(client, f"{graph.base_url}/users/{assistant.id}/calendarView/delta", **WINDOW)
+        instances = (await client.get(f"{graph.base_url}/users/{organizer.id}/events/{organizer.id_of(master)}"
+                                      "/instances", params=WINDOW)).json()["value"]
+        once = (await client.get(f"{graph.base_url}/users/{organizer.id}/events/{organizer.id_of(single)}")).json()
+    assert mine["iCalUId"] == theirs["iCalUId"] == master.ical_uid and mine["type"] == theirs["type"] == "seriesMaster"
+    assert foreign.status_code == 404
+    assert len({i["iCalUId"] for i in instances} | {mine["iCalUId"]}) == 4  # one per occurrence, none the master's
+    assert once["iCalUId"] != mine["iCalUId"]
+    # Delta carries occurrences only as id/type/seriesMasterId/start/end; the master (read by GET) has the iCalUId.
+    assert {i["seriesMasterId"] for i in delta} == {assistant.id_of(copy)} and "iCalUId" not in delta[0]
+
+
 # ---- calendarView delta ------------------------------------------------------------------------------------------
 
 def _by_id(items: list[dict]) -> dict[str, dict]:

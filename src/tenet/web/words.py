@@ -23,7 +23,8 @@ SENTENCES: dict[str, str] = {
     "MEETING_NOT_FOUND": N_("This meeting does not exist, or you may not see it."),
     "MEETING_CANCELLED": N_("The meeting is cancelled."),
     "MEETING_ACTION_FORBIDDEN": N_("You may not do this for this meeting."),
-    "MEETING_TIME_INVALID": N_("The end must come after the start, within the supported dates."),
+    "MEETING_TIME_INVALID": N_("These times are not valid: an end must come after its start, and every date must "
+                               "lie between 1900 and 2199."),
     "TIMEZONE_INVALID": N_("This is not a time zone this server knows (use a name such as Asia/Shanghai)."),
     "ATTENDANCE_NOTE_REQUIRED": N_("Give a reason to excuse someone or to undo a check-in."),
     "ATTENDANCE_EXISTS": N_("This person checked in meanwhile: change that attendance instead."),
@@ -59,6 +60,12 @@ SENTENCES: dict[str, str] = {
     "OUTLOOK_EXCLUSION_NOT_SERIES": N_("Only occurrences of a bound series can be excluded."),
     "OUTLOOK_EXCLUSION_EXISTS": N_("This occurrence is excluded already."),
     "OUTLOOK_EXCLUSION_NOT_FOUND": N_("This occurrence is not excluded."),
+    "OUTLOOK_MAILBOX_NOT_READABLE": N_("Microsoft refuses Tenet this mailbox, or does not know it: it cannot be a "
+                                       "source until a resync finds it readable."),
+    "OUTLOOK_TAKEOVER_COPY_NOT_FOUND": N_("Tenet found no copy of this meeting in that mailbox (or several): enter "
+                                          "the event's id in that mailbox."),
+    "OUTLOOK_TAKEOVER_KIND_MISMATCH": N_("That event is a single event where the binding keeps a series, or the "
+                                         "reverse."),
     # The reservation desk (issue 19)
     "HOTEL_NOT_FOUND": N_("This hotel does not exist, or you may not see it."),
     "HOTEL_ALREADY_EXISTS": N_("This hotel is registered already."),

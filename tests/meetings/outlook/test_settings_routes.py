@@ -54,12 +54,21 @@ async def test_put_replaces_the_policy_under_if_match_and_is_audited(ma, manager
     {"renewal_margin_minutes": 4200}, {"window_days_back": -1}, {"window_days_ahead": 731},
     {"batch_size": 1001}, {"max_concurrent_requests": 5}, {"retry_max_attempts": 0},
     {"reconcile_cron": "every hour"}, {"reconcile_cron": "* * * * * *"},
+    # Well-formed, but never fires (or not every year): reconciliation would silently never run.
+    {"reconcile_cron": "0 0 31 2 *"}, {"reconcile_cron": "0 0 30 2 *"}, {"reconcile_cron": "0 0 31 4,6,9,11 *"},
+    {"reconcile_cron": "0 0 29 2 *"},
 ])
 async def test_values_out_of_range_answer_outlook_policy_invalid(ma, manager, change):
     response = await ma.call("PUT", "/outlook/settings", manager, json={**DEFAULTS, **change})
     assert response.status_code == 422 and code(response) == "OUTLOOK_POLICY_INVALID", response.text
     assert [e["loc"][-1] for e in response.json()["errors"]] == list(change)[:1]
     assert (await ma.call("GET", "/outlook/settings", manager)).json()["version"] == 1
+
+
+@pytest.mark.parametrize("cron", ["0 0 31 * *", "0 3 1 1 *", "0 0 29 2 1", "59 23 31 12 *", "*/5 * * * *"])
+async def test_a_cron_that_fires_every_year_is_accepted(ma, manager, cron):
+    response = await ma.call("PUT", "/outlook/settings", manager, json={**DEFAULTS, "reconcile_cron": cron})
+    assert response.status_code == 200 and response.json()["reconcile_cron"] == cron, response.text
 
 
 async def test_only_outlook_managers_see_the_policy(ma, users):

@@ -6,6 +6,7 @@ the subscriptions on `/users/{id}/events` (delivered only when a test asks: `Gra
 
 from __future__ import annotations
 
+import copy
 import secrets
 import threading
 from collections.abc import Callable, Iterable
@@ -94,15 +95,16 @@ class Mailbox:
 
     def create_event(self, subject: str, start: datetime | str, end: datetime | str, *,
                      zone: str = "Pacific Standard Time", recurrence: dict[str, Any] | None = None,
-                     **fields: Any) -> Event:
+                     ical_uid: str | None = None, **fields: Any) -> Event:
         """A single event (or, with `recurrence`, a series master). Naive times are wall times in `zone` (a Windows
         or IANA name). `fields`: body, location, is_all_day, organizer, attendees, online_meeting_url,
-        original_start_time_zone (e.g. "tzone://Microsoft/Custom")."""
+        original_start_time_zone (e.g. "tzone://Microsoft/Custom"). `ical_uid`: the iCalendar UID of a meeting
+        this mailbox holds a copy of (see `copy_event`); by default a new one."""
         with self._lock:
             now = self._clock()
             self.seq += 1
             key = secrets.token_bytes(16)
-            event = Event(key=key, ical_uid="040000008200E00074C5B7101A82E008" + key.hex().upper(),
+            event = Event(key=key, ical_uid=ical_uid or "040000008200E00074C5B7101A82E008" + key.hex().upper(),
                           subject=subject, start=_aware(start, zone), end=_aware(end, zone), zone=zone,
                           created=now, last_modified=now, changed_seq=self.seq, recurrence=recurrence,
                           organizer=fields.pop("organizer", {"name": self.display_name, "address": self.upn}),
@@ -130,6 +132,18 @@ class Mailbox:
                         "index": "first", "daysOfWeek": [], **pattern}
         return self.create_event(subject, start, end, zone=zone,
                                  recurrence={"pattern": full_pattern, "range": range_}, **fields)
+
+    def copy_event(self, source: Event, **changes: Any) -> Event:
+        """This mailbox's copy of a meeting another mailbox holds (an attendee's, a delegate's): its own ids (each
+        mailbox's ImmutableIds are its own), the same `iCalUId` (Graph: "a unique identifier for an event across
+        calendars"; for a single event or a series master it is the same in every mailbox's copy), the same
+        subject, times, zone, recurrence, organizer and attendees unless `changes` says otherwise."""
+        fields: dict[str, Any] = {
+            "zone": source.zone, "recurrence": copy.deepcopy(source.recurrence), "organizer": dict(source.organizer),
+            "attendees": [dict(a) for a in source.attendees], "location": source.location, "body": source.body,
+            "online_meeting_url": source.online_meeting_url, **changes}
+        return self.create_event(fields.pop("subject", source.subject), fields.pop("start", source.start),
+                                 fields.pop("end", source.end), ical_uid=source.ical_uid, **fields)
 
     def update_event(self, event: Event, **changes: Any) -> Event:
         """Change a single event or a series master (subject, start, end, location, body, recurrence, zone,

@@ -238,7 +238,12 @@ async def get_binding(binding_id: uuid.UUID, principal: Manager, request: Reques
 @router.post("/bindings/{binding_id}/takeover", response_model=BindingRead, summary="Forced takeover",
              description="Administrator and source mailbox switch together in one transaction, audited; "
                          "`sync_from` moves to now unless given. A sync of the old source racing it cannot write "
-                         "after it (MA-INV-35). `If-Match` optional.", responses=problem_responses(400, 404, 409, 412))
+                         "after it (MA-INV-35). Each mailbox's copy of a meeting has its own id: without "
+                         "`graph_event_id` the new mailbox's copy is found in its pool by the event's `iCalUId` (409 "
+                         "`OUTLOOK_TAKEOVER_COPY_NOT_FOUND` when there is not exactly one: give `graph_event_id`). "
+                         "A mailbox Tenet cannot read is refused (409 `OUTLOOK_MAILBOX_NOT_READABLE`, "
+                         "`OUTLOOK_MAILBOX_DISABLED`). A refusal changes nothing. `If-Match` optional.",
+             responses=problem_responses(400, 404, 409, 412))
 async def take_over(binding_id: uuid.UUID, body: Takeover, principal: Manager, session: SessionDep, now: NowDep,
                     settings: SettingsDep, if_match: IfMatch = None) -> Response:
     _on(settings)

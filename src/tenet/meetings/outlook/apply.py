@@ -64,11 +64,16 @@ _GUARD = """
                       WHERE e.binding_id = b.id), ARRAY[]::timestamptz[]) AS exclusions
       FROM meeting_attendance.outlook_bindings b WHERE b.id = %(id)s FOR SHARE OF b"""
 _LINKS = """
-    SELECT l.meeting_id, l.original_start, l.graph_event_id, l.change_key, l.synced_attendee_ids,
-           m.status, m.series_occurrence_date
+    SELECT l.meeting_id, l.original_start, l.graph_event_id, l.change_key, l.synced_attendee_ids, l.mailbox_id,
+           x.graph_user_id AS link_user, x.state AS link_mailbox_state, m.status, m.series_occurrence_date
       FROM meeting_attendance.outlook_event_links l
       JOIN meeting_attendance.meetings m ON m.id = l.meeting_id
+      JOIN meeting_attendance.outlook_mailboxes x ON x.id = l.mailbox_id
      WHERE l.binding_id = %(binding)s"""
+_KNOWN = """
+    SELECT EXISTS (SELECT 1 FROM meeting_attendance.outlook_candidates
+                    WHERE mailbox_id = %(mailbox)s AND graph_event_id = %(event)s) AS known"""
+READABLE = ("OK", "DEGRADED")
 _USERS = """
     SELECT id, email_normalized FROM iam.user_account WHERE email_normalized = ANY(%(emails)s) AND status = 'active'"""
 
@@ -112,7 +117,7 @@ async def read_target(db: Database, binding_id: uuid.UUID) -> Target | None:
     """The binding as a sync needs it; None when it is released, missing, or its mailbox is not readable."""
     async with db.read_only() as session:
         row = await (await statements(session)).one(_TARGET, {"id": binding_id})
-    if row is None or row["status"] == "RELEASED" or row["mailbox_state"] not in ("OK", "DEGRADED") \
+    if row is None or row["status"] == "RELEASED" or row["mailbox_state"] not in READABLE \
             or not row["graph_user_id"]:
         return None
     return Target(row["id"], row["kind"], row["mailbox_id"], row["graph_event_id"], row["sync_from"],
@@ -130,6 +135,16 @@ async def _guard(session: AsyncSession, target: Target) -> Guard:
 async def _links(db: Database, binding_id: uuid.UUID) -> list[dict[str, Any]]:
     async with db.read_only() as session:
         return await (await statements(session)).all(_LINKS, {"binding": binding_id})
+
+
+async def _known(db: Database, target: Target) -> bool:
+    """Whether the binding's event id is one its mailbox's candidate pool ever held (rows are never deleted, a
+    confirmed deletion only sets gone_at). A 404 of an id the mailbox never held says nothing about the event: ids
+    are per mailbox, so it is another mailbox's id (a binding a takeover left pointing at the old source's id)."""
+    async with db.read_only() as session:
+        row = await (await statements(session)).one(_KNOWN, {"mailbox": target.mailbox_id,
+                                                             "event": target.graph_event_id})
+    return bool(row and row["known"])
 
 
 class BindingSync:
@@ -164,8 +179,20 @@ class BindingSync:
 
     # --- a single event ---------------------------------------------------------------------------------------
 
+    async def _unknown(self, target: Target, counts: dict[str, int]) -> bool:
+        """A 404 of the binding's event: a deletion only if the mailbox's pool knows the id; otherwise nothing is
+        cancelled (counted `skipped`, logged) until a takeover names the mailbox's own copy."""
+        if await _known(self.db, target):
+            return False
+        counts["skipped"] += 1
+        log.warning("outlook binding names an event its mailbox never held: nothing cancelled",
+                    extra={"binding_id": str(target.id), "mailbox_id": str(target.mailbox_id)})
+        return True
+
     async def _single(self, target: Target, now: datetime, counts: dict[str, int]) -> None:
         event = await self._get(target, target.graph_event_id)
+        if event is None and await self._unknown(target, counts):
+            return
         made = mirror.occurrence(event) if event is not None else None
         if event is not None and made is None:
             counts["skipped"] += 1
@@ -184,6 +211,8 @@ class BindingSync:
 
     async def _series(self, target: Target, now: datetime, counts: dict[str, int]) -> None:
         master = await self._get(target, target.graph_event_id)
+        if master is None and await self._unknown(target, counts):
+            return
         links = await _links(self.db, target.id)
         if master is None:  # the series is gone from Outlook: each of its live meetings is cancelled
             await self._batches(target, None, [Item(None, link) for link in links], now, counts)
@@ -195,15 +224,18 @@ class BindingSync:
             return
         found = await self.client.instances(target.user, target.graph_event_id, self.span,
                                             page_size=self.rules.batch_size, select=mirror.SELECT)
-        items = await self._plan(target, master, found, links, zone)
+        items = await self._plan(target, master, found, links, zone, counts)
         series_id = await self._ensure_series(target, fields, now)
         await self._batches(target, series_id, items, now, counts)
 
     async def _plan(self, target: Target, master: dict[str, Any], found: list[dict[str, Any]],
-                    links: list[dict[str, Any]], zone: str) -> list[Item]:
+                    links: list[dict[str, Any]], zone: str, counts: dict[str, int]) -> list[Item]:
         """Each instance with the link it updates: by original start, else by the local date of an unmatched link
         (a rescheduled master moves original starts and ids; the day stays the occurrence's). A link in the window
-        left without an instance is read by its id: 404 confirms a deletion."""
+        left without an instance is read by its id, in the mailbox that id belongs to (the link's: after a takeover
+        a link not yet matched still holds the old source's id): 404 confirms a deletion. A link of another mailbox
+        that mailbox can no longer answer for, or does answer for (the occurrence only moved there), is left as it
+        is (`skipped`): the new source's id for it is unknown, and an unknown id proves nothing."""
         by_start = {link["original_start"]: link for link in links}
         by_day = {link["series_occurrence_date"]: link for link in links}
         used: set[str] = set()
@@ -231,9 +263,31 @@ class BindingSync:
                 continue
             if not self.span[0] <= orphan["original_start"] < self.span[1]:
                 continue  # outside the window: not compared (it may only have left it)
+            if orphan["mailbox_id"] != target.mailbox_id:
+                gone = await self._gone_elsewhere(orphan)
+                if gone:
+                    items.append(Item(None, orphan))
+                else:
+                    counts["skipped"] += 1
+                continue
             answer = await self._get(target, orphan["graph_event_id"])
             items.append(Item(mirror.occurrence(answer, master=master) if answer is not None else None, orphan))
         return items
+
+    async def _gone_elsewhere(self, link: dict[str, Any]) -> bool:
+        """Whether the mailbox a link's id belongs to confirms, by a 404, that the occurrence was deleted; False when
+        that mailbox cannot be read or still has it."""
+        if link["link_mailbox_state"] not in READABLE or not link["link_user"]:
+            return False
+        try:
+            await self.client.event(link["link_user"], link["graph_event_id"], select="id")
+        except GraphError as exc:
+            if exc.status == 404:
+                return True
+            if exc.access_denied:
+                return False
+            raise
+        return False
 
     async def _ensure_series(self, target: Target, fields: dict[str, Any], now: datetime) -> uuid.UUID:
         """The Tenet series the binding writes (made and the binding activated on the first sync), its row as the

@@ -26,6 +26,9 @@ class OutlookErrorCode(StrEnum):
     OUTLOOK_EXCLUSION_NOT_SERIES = "OUTLOOK_EXCLUSION_NOT_SERIES"
     OUTLOOK_EXCLUSION_EXISTS = "OUTLOOK_EXCLUSION_EXISTS"
     OUTLOOK_EXCLUSION_NOT_FOUND = "OUTLOOK_EXCLUSION_NOT_FOUND"
+    OUTLOOK_MAILBOX_NOT_READABLE = "OUTLOOK_MAILBOX_NOT_READABLE"
+    OUTLOOK_TAKEOVER_COPY_NOT_FOUND = "OUTLOOK_TAKEOVER_COPY_NOT_FOUND"
+    OUTLOOK_TAKEOVER_KIND_MISMATCH = "OUTLOOK_TAKEOVER_KIND_MISMATCH"
 
 
 class SyncOff(DomainError):
@@ -54,6 +57,14 @@ class MailboxAddressInvalid(DomainError):
 
 class MailboxDisabled(DomainError):
     status, code, title = 409, OutlookErrorCode.OUTLOOK_MAILBOX_DISABLED, "The mailbox is disabled"
+
+
+class MailboxNotReadable(DomainError):
+    """Graph refused the mailbox (ACCESS_DENIED) or does not know it (INVALID): it cannot be a binding's source until
+    an operator's resync finds it readable (the `current_state` member says which)."""
+
+    status, code, title = (409, OutlookErrorCode.OUTLOOK_MAILBOX_NOT_READABLE,
+                           "Tenet cannot read this mailbox: it cannot be a binding's source")
 
 
 class GraphUnavailable(DomainError):
@@ -86,6 +97,21 @@ class CandidateNotFound(DomainError):
     """The event is not in the mailbox's candidate pool (not read yet, gone, or not a single event / series master)."""
 
     status, code, title = 404, OutlookErrorCode.OUTLOOK_CANDIDATE_NOT_FOUND, "No such Outlook candidate"
+
+
+class TakeoverCopyNotFound(DomainError):
+    """A takeover that names only the new mailbox: that mailbox's pool holds no single copy of the binding's event
+    (same iCalUId, same kind), or the pool has no iCalUId for it yet. Give `graph_event_id` (the event's id there)."""
+
+    status, code, title = (409, OutlookErrorCode.OUTLOOK_TAKEOVER_COPY_NOT_FOUND,
+                           "The new mailbox holds no copy of this event that Tenet can match: give graph_event_id")
+
+
+class TakeoverKindMismatch(DomainError):
+    """The event named for a takeover is a single event where the binding manages a series, or the reverse."""
+
+    status, code, title = (409, OutlookErrorCode.OUTLOOK_TAKEOVER_KIND_MISMATCH,
+                           "The event named is not of the binding's kind (single event or series)")
 
 
 class BindingNotFound(DomainError):

@@ -198,7 +198,8 @@ class OutlookDeltaCursor(Base):
 
 
 class OutlookCandidate(Base):
-    """An event of a mailbox an administrator may choose to manage (a single event or a series master)."""
+    """An event of a mailbox an administrator may choose to manage (a single event or a series master). Rows are
+    never deleted (a confirmed deletion sets `gone_at`), so the pool also tells which ids a mailbox ever held."""
 
     __tablename__ = CANDIDATES
     __table_args__ = (
@@ -207,6 +208,8 @@ class OutlookCandidate(Base):
         CheckConstraint("end_at >= start_at", name="time_order"),
         Index("ix_outlook_candidates_mailbox_start", "mailbox_id", "start_at", "graph_event_id",
               postgresql_where=sql("gone_at IS NULL")),
+        Index("ix_outlook_candidates_mailbox_ical_uid", "mailbox_id", "ical_uid",
+              postgresql_where=sql("ical_uid IS NOT NULL")),
         {"schema": SCHEMA},
     )
 
@@ -220,6 +223,9 @@ class OutlookCandidate(Base):
     recurrence: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     organizer_email: Mapped[str | None] = mapped_column(Text)
     change_key: Mapped[str | None] = mapped_column(Text)
+    # Graph's iCalUId: the same in every mailbox's copy of a single event or series master (a takeover finds the new
+    # mailbox's copy by it); NULL for rows read before it was kept, until a delta round sees them again.
+    ical_uid: Mapped[str | None] = mapped_column(Text)
     last_seen_at: Mapped[datetime]
     gone_at: Mapped[datetime | None]
 

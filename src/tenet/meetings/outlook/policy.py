@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from croniter import croniter  # type: ignore[import-untyped]
+from croniter import CroniterBadDateError, croniter  # type: ignore[import-untyped]
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -45,6 +45,21 @@ class Policy:
 DEFAULT_POLICY = Policy(**POLICY_DEFAULTS)
 
 
+# A whole common year, read from its last minute before: a schedule must fire in it. A year without 29 February, so
+# "0 0 29 2 *" (once in four years) is refused like "0 0 31 2 *" (never); the answer never depends on today.
+_YEAR_BEFORE, _YEAR_END = datetime(2026, 12, 31, 23, 59, tzinfo=UTC), datetime(2028, 1, 1, tzinfo=UTC)
+
+
+def fires_every_year(cron: str) -> bool:
+    """Whether a well-formed cron names at least one minute of every year (croniter looks at most a year ahead, so
+    the check costs a few milliseconds whatever the fields say)."""
+    try:
+        following = croniter(cron, _YEAR_BEFORE, max_years_between_matches=1).get_next(datetime)
+    except (CroniterBadDateError, ValueError, KeyError, OverflowError):
+        return False
+    return isinstance(following, datetime) and following < _YEAR_END
+
+
 def require_sync_on(settings: MeetingSettings) -> None:
     """409 OUTLOOK_SYNC_OFF unless the three Graph credentials are set."""
     if not settings.graph_configured:
@@ -64,6 +79,9 @@ def problems(fields: dict[str, Any]) -> list[dict[str, Any]]:
     cron = fields["reconcile_cron"]
     if len(cron.split()) != 5 or not croniter.is_valid(cron):
         found.append({"loc": ["body", "reconcile_cron"], "msg": "must be five cron fields", "type": "cron"})
+    elif not fires_every_year(cron):
+        found.append({"loc": ["body", "reconcile_cron"], "msg": "must fire at least once a year (this one never "
+                      "does, or not every year, such as 31 February or 29 February)", "type": "cron"})
     return found
 
 

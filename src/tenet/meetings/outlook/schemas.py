@@ -6,7 +6,7 @@ import uuid
 from datetime import date, datetime, time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 
 class PolicyFields(BaseModel):
@@ -130,7 +130,8 @@ class BindingCreate(BaseModel):
 
     graph_event_id: str = Field(min_length=1, max_length=512, description="A candidate's id (single or series master)")
     mailbox_id: uuid.UUID
-    sync_from: datetime | None = Field(None, description="Occurrences before it are never written; default now")
+    sync_from: AwareDatetime | None = Field(None, description="Occurrences before it are never written; default now. "
+                                                               "Between 1900-01-01 and 2200-01-01 (UTC)")
 
 
 class Takeover(BaseModel):
@@ -138,14 +139,17 @@ class Takeover(BaseModel):
 
     mailbox_id: uuid.UUID
     graph_event_id: str | None = Field(None, min_length=1, max_length=512,
-                                       description="The event's id in the new mailbox, when it differs")
-    sync_from: datetime | None = Field(None, description="Default now: the new source never rewrites the past")
+                                       description="The event's id in the new mailbox; default: that "
+                                                   "mailbox's copy of the same event, found by its iCalUId")
+    sync_from: AwareDatetime | None = Field(None, description="Default now: the new source never rewrites the past. "
+                                                               "Between 1900-01-01 and 2200-01-01 (UTC)")
 
 
 class ExclusionBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    original_start: datetime = Field(description="The occurrence's original start (as Graph's originalStart)")
+    original_start: AwareDatetime = Field(description="The occurrence's original start (as Graph's originalStart), "
+                                                      "between 1900-01-01 and 2200-01-01 (UTC)")
 
 
 class BindingRead(BaseModel):

@@ -43,15 +43,16 @@ _STATE = """
 _UPSERT = """
     INSERT INTO meeting_attendance.outlook_candidates AS c
            (mailbox_id, graph_event_id, type, subject, start_at, end_at, timezone, recurrence, organizer_email,
-            change_key, last_seen_at, gone_at)
+            change_key, ical_uid, last_seen_at, gone_at)
     SELECT %(mailbox)s, r.graph_event_id, r.type, r.subject, r.start_at, r.end_at, r.timezone, r.recurrence,
-           r.organizer_email, r.change_key, %(now)s, NULL
+           r.organizer_email, r.change_key, r.ical_uid, %(now)s, NULL
       FROM jsonb_to_recordset(%(rows)s::jsonb) AS r(graph_event_id text, type text, subject text, start_at timestamptz,
-           end_at timestamptz, timezone text, recurrence jsonb, organizer_email text, change_key text)
+           end_at timestamptz, timezone text, recurrence jsonb, organizer_email text, change_key text, ical_uid text)
     ON CONFLICT (mailbox_id, graph_event_id) DO UPDATE SET
            type = excluded.type, subject = excluded.subject, start_at = excluded.start_at, end_at = excluded.end_at,
            timezone = excluded.timezone, recurrence = excluded.recurrence, organizer_email = excluded.organizer_email,
-           change_key = excluded.change_key, last_seen_at = excluded.last_seen_at, gone_at = NULL"""
+           change_key = excluded.change_key, ical_uid = coalesce(excluded.ical_uid, c.ical_uid),
+           last_seen_at = excluded.last_seen_at, gone_at = NULL"""
 _GONE = """
     UPDATE meeting_attendance.outlook_candidates SET gone_at = %(now)s
      WHERE mailbox_id = %(mailbox)s AND graph_event_id = ANY(%(ids)s) AND gone_at IS NULL"""
@@ -63,6 +64,7 @@ _TOUCHED = """
              WHERE l.binding_id = b.id AND l.graph_event_id = ANY(%(ids)s)))
      ORDER BY b.id"""
 CANDIDATE_TYPES = ("singleInstance", "seriesMaster")
+ICAL_UID_MAX = 1024  # Graph's are about 100 characters; a longer one is not kept (it would only bloat the index)
 
 
 @dataclass
@@ -91,18 +93,21 @@ def first_request(user: str, span: tuple[datetime, datetime]) -> tuple[str, dict
 
 
 def candidate(event: dict[str, Any], default_zone: str) -> dict[str, Any] | None:
-    """The candidate row of a single event or a series master (None for anything else or unreadable times)."""
+    """The candidate row of a single event or a series master (None for anything else or unreadable times), with
+    its `iCalUId` (the same in every mailbox's copy of the event: a takeover finds the new source's copy by it)."""
     if event.get("type") not in CANDIDATE_TYPES or not isinstance(event.get("id"), str):
         return None
     start, end = times.instant(event.get("start")), times.instant(event.get("end"))
     if start is None or end is None:
         return None
     organizer = ((event.get("organizer") or {}).get("emailAddress") or {}).get("address")
+    uid = event.get("iCalUId")
     return {"graph_event_id": event["id"], "type": event["type"], "subject": event.get("subject"),
             "start_at": start.isoformat(), "end_at": max(start, end).isoformat(),
             "timezone": times.event_zone(event, default=default_zone), "recurrence": event.get("recurrence"),
             "organizer_email": organizer.lower() if isinstance(organizer, str) else None,
-            "change_key": event.get("changeKey")}
+            "change_key": event.get("changeKey"),
+            "ical_uid": uid if isinstance(uid, str) and 0 < len(uid) <= ICAL_UID_MAX else None}
 
 
 class DeltaRound:

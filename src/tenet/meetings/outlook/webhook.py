@@ -3,9 +3,10 @@
 `/outlook/lifecycle`.
 
 Graph wants an answer within 3 s (or it retries for hours and throttles a slow endpoint), so a request does only
-this, in one unit of work: check `clientState` on every item in constant time (a bad item is dropped and counted,
-the good ones kept), insert the kept items in one statement (the mailbox found through the subscription id), and
-defer `outlook_process_notifications` unless one is already waiting (a storm queues one job). No Graph call, no lock
+this, in one unit of work: check `clientState` on every item in constant time and that Tenet can use the item (a bad
+item is dropped and counted, the good ones kept: never a 4xx for a batch, which Graph would retry with its good
+items), insert the kept items in one statement (the mailbox found through the subscription id), and defer
+`outlook_process_notifications` unless one is already waiting (a storm queues one job). No Graph call, no lock
 on domain rows. Duplicates and out-of-order copies are harmless: the worker reads Graph's state by delta, it never
 applies a notification's content."""
 
@@ -27,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenet.db.database import after_commit
 from tenet.kernel.errors import BadRequest
 from tenet.kernel.statements import statements
+from tenet.kernel.text import storable
 from tenet.meetings.settings import MeetingSettings
 
 log = logging.getLogger(__name__)
@@ -39,7 +41,7 @@ ACK_SECONDS = Histogram(
 NOTIFICATIONS = Counter(
     "tenet_outlook_notifications",
     "Graph notification items received by the webhooks: kept (stored for the worker) or dropped (wrong "
-    "clientState, or the sync is off)", ["kind", "outcome"])
+    "clientState, an item Tenet cannot use, or the sync is off)", ["kind", "outcome"])
 for _kind in ("change", "lifecycle"):  # at zero from the start, so the first drop is an increase rate() sees
     NOTIFICATIONS.labels(_kind, "kept")
     NOTIFICATIONS.labels(_kind, "dropped")
@@ -89,10 +91,12 @@ class Received:
 
 
 def parse(body: bytes) -> list[dict[str, Any]]:
-    """Graph's `{"value": [...]}`; anything else is 400 (Graph never sends it)."""
+    """Graph's `{"value": [...]}`; anything else is 400 (Graph never sends it), deep nesting included (the parser's
+    RecursionError). Numbers are read as floats: no field Tenet reads is a number, and an integer literal of thousands
+    of digits (valid JSON, but past int()'s 4,300-digit limit) must not fail a batch whose other items are good."""
     try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        payload = json.loads(body, parse_int=float)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise BadRequest("The body is not JSON") from exc
     items = payload.get("value") if isinstance(payload, dict) else None
     if not isinstance(items, list) or len(items) > MAX_ITEMS or not all(isinstance(i, dict) for i in items):
@@ -112,12 +116,39 @@ def _resource_id(item: dict[str, Any]) -> str | None:
     return resource.rsplit("/", 1)[-1] if resource and "/" in resource else None
 
 
+def _secret_bytes(value: str) -> bytes:
+    # A JSON escape can name a lone surrogate, which UTF-8 cannot encode: surrogatepass keeps the comparison total
+    # (such a clientState simply does not match), so no item can make the check raise.
+    return value.encode("utf-8", "surrogatepass")
+
+
 def authentic(items: list[dict[str, Any]], client_state: str) -> tuple[list[dict[str, Any]], int]:
     """The items carrying our clientState (compared in constant time, each one), and how many did not."""
-    expected = client_state.encode()
+    expected = _secret_bytes(client_state)
     kept = [item for item in items if isinstance(item.get("clientState"), str)
-            and hmac.compare_digest(item["clientState"].encode(), expected)]
+            and hmac.compare_digest(_secret_bytes(item["clientState"]), expected)]
     return kept, len(items) - len(kept)
+
+
+# What an item must carry, as non-empty text, for Tenet to use it: the subscription names the mailbox, the change type
+# or lifecycle event says what to do.
+REQUIRED = {"CHANGE": ("subscriptionId", "changeType"), "LIFECYCLE": ("subscriptionId", "lifecycleEvent")}
+
+
+def usable(item: dict[str, Any], kind: str) -> bool:
+    """Whether Tenet can use an authentic item: its required members are non-empty text, and every member it stores
+    is text PostgreSQL can hold (no NUL, no lone surrogate). Anything else is dropped and counted like a wrong
+    clientState: refusing the batch would make Graph retry the good items with it for hours."""
+    for name in REQUIRED[kind]:
+        value = item.get(name)
+        if not isinstance(value, str) or not value or not storable(value):
+            return False
+    if kind == "CHANGE":
+        data = item.get("resourceData")
+        for value in (item.get("resource"), data.get("id") if isinstance(data, dict) else None):
+            if isinstance(value, str) and not storable(value):
+                return False
+    return True
 
 
 async def _defer_processing(session: AsyncSession) -> None:
@@ -169,10 +200,16 @@ async def receive(session: AsyncSession, *, settings: MeetingSettings, kind: str
         log.warning("outlook notifications dropped: the sync is off", extra={"items": len(items)})
         NOTIFICATIONS.labels(kind.lower(), "dropped").inc(len(items))
         return Received(0, len(items))
-    kept, dropped = authentic(items, secret.get_secret_value())
+    authentic_items, dropped = authentic(items, secret.get_secret_value())
     if dropped:
         log.warning("outlook notifications with a wrong clientState dropped", extra={"dropped": dropped})
         NOTIFICATIONS.labels(kind.lower(), "dropped").inc(dropped)
+    kept = [item for item in authentic_items if usable(item, kind)]
+    if len(kept) < len(authentic_items):
+        unusable = len(authentic_items) - len(kept)
+        log.warning("outlook notifications Tenet cannot use dropped", extra={"dropped": unusable})
+        NOTIFICATIONS.labels(kind.lower(), "dropped").inc(unusable)
+        dropped += unusable
     if not kept:
         return Received(0, dropped)
     _count_kept_after_commit(session, kind, len(kept))
