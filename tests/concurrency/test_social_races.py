@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import text
 
 from tenet.db.database import Database
+from tenet.kernel.db_errors import database_away
 from tenet.social import automations, friends, inbox, items, profiles
 from tenet.social.automations import commands as automation_commands
 from tests.support.invariants import rules_hold
@@ -319,3 +320,42 @@ async def test_without_the_job_lock_two_manual_runs_are_queued(committed_db, peo
 
     monkeypatch.setattr(automation_commands, "_own", unlocked)
     assert await _run_now_twice(committed_db, owner, job_id, clock.now()) == ["ok", "ok"]
+
+
+@pytest.mark.invariant("SOC-INV-20", "SOC-INV-21")
+async def test_a_batch_the_database_lost_gives_its_runs_back_with_their_attempt(committed_db, people, clock):
+    """The worker lives but its connection dies in the middle of a batch (a PgBouncer or PostgreSQL restart): the
+    batch is rolled back, so none of its runs was done. The drainer gives them back to the queue with their
+    attempt returned instead of leaving them to their lease (an attempt spent each time: three outages in a row
+    failed a daily digest in the soak). The run then succeeds on its first counted attempt, with one digest."""
+    (_job_id,) = await _digest_jobs(committed_db, people, clock, 1)
+    clock.advance(timedelta(minutes=2))
+    await automations.schedule(committed_db, now=clock.now(), default_timezone="UTC", max_attempts=3,
+                               retry_base_seconds=60)
+    victim = Database.from_url(committed_db.engine.url.render_as_string(hide_password=False), pool_size=1)
+
+    async def connection_lost(session, job, claimed, now, zone):
+        await automations.EFFECTS["todo_digest"](session, job, claimed, now, zone)
+        await session.execute(text("SELECT pg_terminate_backend(pg_backend_pid())"))
+        return {}
+
+    try:
+        with pytest.raises(Exception) as lost:
+            await automations.drain(victim, clock=clock, default_timezone="UTC", lease_seconds=60,
+                                    retry_base_seconds=1, effects={"todo_digest": connection_lost})
+    finally:
+        await victim.dispose()
+    assert database_away(lost.value), lost.value
+    async with committed_db.read_only() as session:
+        given_back = (await session.execute(text(
+            "SELECT status, attempt, claimed_by FROM social.automation_runs"))).one()
+    assert tuple(given_back) == ("queued", 0, None)
+    drained = await automations.drain(committed_db, clock=clock, default_timezone="UTC", lease_seconds=60,
+                                      retry_base_seconds=1)
+    assert drained == {"succeeded": 1}
+    async with committed_db.read_only() as session:
+        run = (await session.execute(text("SELECT status, attempt FROM social.automation_runs"))).one()
+        digests = (await session.execute(text(
+            "SELECT count(*) FROM social.inbox_messages WHERE message_type = 'todo_digest'"))).scalar()
+    assert tuple(run) == ("succeeded", 1) and digests == 1
+    await rules_hold(committed_db, "SOC-")

@@ -43,15 +43,12 @@ from email.message import EmailMessage
 from email.utils import format_datetime, parseaddr
 
 import aiosmtplib
-import psycopg
 from sqlalchemy import or_, select, text, update
-from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from tenet.db.database import Database, after_commit
 from tenet.kernel.clock import Clock
-from tenet.kernel.errors import ServiceUnavailable
+from tenet.kernel.db_errors import once_the_database_answers
 from tenet.kernel.mail import MailSettings, UndeliverableMail, address_domain, header_text, wire_address
 from tenet.kernel.models import EmailOutbox
 from tenet.kernel.statements import statements
@@ -69,9 +66,6 @@ LEASE = timedelta(minutes=5)
 # A send starts only if it ends (at worst, by its timeout) this long before the lease does, so clocks of
 # different processes may disagree by up to this much.
 LEASE_MARGIN = timedelta(seconds=30)
-# What a database that is away for a moment raises (a process that knows it down refuses at once: 503).
-DATABASE_AWAY = (OperationalError, InterfaceError, PoolTimeoutError, psycopg.OperationalError,
-                 psycopg.InterfaceError, ServiceUnavailable)
 
 
 # --- writing mail -------------------------------------------------------------------------------------
@@ -212,24 +206,11 @@ async def claim_due(db: Database, now: datetime, *, limit: int = BATCH) -> Claim
     return Claim(token=token, until=until, rows=rows)
 
 
-# After a send, the outcome is recorded again this long after a failure to reach the database (a restart of
-# PostgreSQL or PgBouncer lasts seconds): left unrecorded, the mail would go out a second time after its lease.
-FINISH_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0)
-
-
 async def _finish(db: Database, row: EmailOutbox, token: uuid.UUID, **values: object) -> bool:
     """Record the outcome of one send and drop the claim, only while the claim is still ours (see _record).
-    The database away for a moment is waited for (FINISH_RETRY_DELAYS, 15.5 s in all, far inside the lease)."""
-    for delay in (*FINISH_RETRY_DELAYS, None):
-        try:
-            return await _record(db, row, token, **values)
-        except DATABASE_AWAY as exc:
-            if delay is None:
-                raise
-            log.info("outbox mail %s: the database did not take its outcome (%s); again in %.1f s", row.id,
-                     type(exc).__name__, delay)
-            await asyncio.sleep(delay)
-    raise AssertionError("unreachable")
+    The database away for a moment is waited for: left unrecorded, the mail would go out again after its lease."""
+    return await once_the_database_answers(lambda: _record(db, row, token, **values),
+                                           what=f"outbox mail {row.id}'s outcome")
 
 
 async def _record(db: Database, row: EmailOutbox, token: uuid.UUID, **values: object) -> bool:

@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.db.database import Database
 from tenet.kernel.clock import Clock
+from tenet.kernel.db_errors import database_away, once_the_database_answers
 from tenet.kernel.statements import statements
 from tenet.social.automations.effects import EFFECTS, Claim, Effect, PermanentError
 from tenet.social.automations.registry import REGISTRY, slot_of
@@ -187,8 +188,8 @@ async def run_manual(db: Database, *, run_id: uuid.UUID, clock: Clock, default_t
         claims = await claim(session, now=clock.now(), lease_seconds=lease_seconds, manual_run=run_id)
     outcomes: dict[str, int] = {}
     if claims:
-        for outcome in await execute_batch(db, claims, clock=clock, default_timezone=default_timezone,
-                                           retry_base_seconds=retry_base_seconds):
+        for outcome in await _execute_or_give_back(db, claims, clock=clock, default_timezone=default_timezone,
+                                                   retry_base_seconds=retry_base_seconds):
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return outcomes
 
@@ -239,6 +240,8 @@ async def execute_batch(db: Database, claims: list[Claim], *, clock: Clock, defa
                     outcome = await _run_one(session, claimed, clock=clock, default_timezone=default_timezone,
                                              effects=effects or EFFECTS)
             except Exception as exc:
+                if database_away(exc):
+                    raise  # not the run's failure: the batch is lost, and its claims are given back (drain)
                 permanent = isinstance(exc, PermanentError)
                 code = exc.code if isinstance(exc, PermanentError) else "JOB_FAILED"
                 message = (str(exc) or type(exc).__name__)[:2000] if permanent else \
@@ -324,6 +327,26 @@ async def _record_failure(session: AsyncSession, claimed: Claim, *, code: str, m
     return "failed" if status == "failed" else "retried"
 
 
+_GIVE_BACK = """
+    UPDATE social.automation_runs SET status = 'queued', attempt = attempt - 1, available_at = %(now)s,
+           claimed_by = NULL, lease_expires_at = NULL
+     WHERE id = ANY(%(ids)s) AND status = 'running' AND claimed_by = %(t)s
+"""
+
+
+async def give_back(db: Database, claims: list[Claim], *, now: datetime) -> None:
+    """Claims whose batch the database lost (rolled back: nothing of them was done) go back to the queue with
+    their attempt returned, once the database answers again, instead of waiting out their lease and spending an
+    attempt: an outage is not the run's failure. A worker that dies cannot give back; its claims are recovered
+    after the lease, the attempt spent (which bounds a run that kills its worker)."""
+    async def attempt() -> None:
+        async with db.unit_of_work() as session:
+            await (await statements(session)).execute(_GIVE_BACK, {
+                "ids": [c.run_id for c in claims], "t": claims[0].token, "now": now})
+
+    await once_the_database_answers(attempt, what=f"giving back {len(claims)} automation runs")
+
+
 async def drain(db: Database, *, clock: Clock, default_timezone: str, lease_seconds: int, retry_base_seconds: int,
                 budget_seconds: float = 50.0, effects: dict[str, Effect] | None = None) -> dict[str, int]:
     """Claim and execute queued runs until none is due or the time budget is spent."""
@@ -334,7 +357,18 @@ async def drain(db: Database, *, clock: Clock, default_timezone: str, lease_seco
             claims = await claim(session, now=clock.now(), lease_seconds=lease_seconds)
         if not claims:
             break
-        for outcome in await execute_batch(db, claims, clock=clock, default_timezone=default_timezone,
-                                           retry_base_seconds=retry_base_seconds, effects=effects):
+        for outcome in await _execute_or_give_back(db, claims, clock=clock, default_timezone=default_timezone,
+                                                   retry_base_seconds=retry_base_seconds, effects=effects):
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return outcomes
+
+
+async def _execute_or_give_back(db: Database, claims: list[Claim], *, clock: Clock, default_timezone: str,
+                                retry_base_seconds: int, effects: dict[str, Effect] | None = None) -> list[str]:
+    try:
+        return await execute_batch(db, claims, clock=clock, default_timezone=default_timezone,
+                                   retry_base_seconds=retry_base_seconds, effects=effects)
+    except Exception as exc:
+        if database_away(exc):
+            await give_back(db, claims, now=clock.now())
+        raise
