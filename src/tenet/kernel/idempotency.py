@@ -13,8 +13,9 @@ route is: routes marked `@not_idempotent` (OAuth token answers) ignore the heade
 body (`@streams_body`: uploads of hundreds of MiB) honour it without reading the body first, so their
 fingerprint is the method, path, query and media type only (a retried upload is recognised by its key, and
 its body is never buffered nor compared; the multipart boundary, new on every attempt, is left out); every
-other POST reads its body within the route's own size limit and fingerprints it. The caller is *authenticated* before anything is replayed: a
-token of a disabled account, or one revoked since, replays nothing (the route answers 401).
+other POST reads its body within the route's own size limit and fingerprints it. The caller is *authenticated*
+before anything is replayed: a token of a disabled account, or one revoked since, replays nothing (the route
+answers 401).
 
 Serialisation: the primary key (principal, key) of `kernel.idempotency_key`. The first request claims
 the key with INSERT .. ON CONFLICT in its own short transaction; every duplicate finds the row. A claim
