@@ -184,7 +184,7 @@ async def test_the_switcher_turns_the_console_chinese_and_a_forged_form_is_refus
     meeting = _meeting(live_server, live_admin_token, "周会")
     page = await open_page(viewport={"width": 390, "height": 844}, locale="en-US")  # a phone
     await _sign_in(page, live_server, manager["email"], f"/console/meetings/{meeting['id']}")
-    await _shoot(page, "meeting-phone")  # in English: this machine's Chromium has no CJK font to draw Chinese with
+    await _shoot(page, "meeting-phone")
     await page.select_option("#language", "zh-CN")
     await page.click("#language-switcher button")
     await page.wait_for_selector("html[lang='zh-CN']")
