@@ -4,7 +4,8 @@ work at 1280 px and on a phone-sized screen"): at 390x844 and at 1280x800 no pag
 region, which the keyboard can focus and which has a name. The pages are filled with what they show on a working
 day (a meeting with attendees, an agenda, files, a series, a template, Outlook mailboxes with runs and a binding; a
 refused mailbox with its long hint), made through the API on a server configured for the Graph emulator, and the
-list of pages visited is held to the console's routes, so a new page cannot be forgotten. No page trips the CSP."""
+list of pages visited is held to the console's routes, so a new page cannot be forgotten. The reservation desk's
+pages (issue 19) are held to the same, with an agent's hotel, orders and tasks. No page trips the CSP."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import httpx
 import pytest
 
 from tenet.meetings.api import ROUTERS
+from tenet.reservations.pages import ROUTERS as DESK_ROUTERS
 from tenet.web import account
 from tests.e2e.test_console_pages import BASE, _person, _shoot, _sign_in, _token
+from tests.e2e.test_desk_pages import REVIEW, _hotel, _ingest, _new_booking, _update
 from tests.e2e.test_outlook_pages import outlook_service  # noqa: F401  (the server and worker on the emulator)
 
 pytestmark = pytest.mark.live_server
@@ -28,15 +31,16 @@ NOT_PAGES = {
     "/console/meetings/{meeting_id}/board", "/console/meetings/{meeting_id}/people",
     "/console/meetings/{meeting_id}/qrcode", "/console/meetings/{meeting_id}/agenda/presenters",
     "/console/reports/open-meeting", "/console/reports/open-series", "/console/{rest}",
+    "/console/desk/hotels/{hotel_id}/orders/live", "/console/desk/tasks/{task_id}/ai/raw",
 }
 # Pages before sign-in (visited signed out).
 SIGNED_OUT = {"/console/sign-in", "/console/password-reset", "/console/password-reset/new"}
 
 
-def console_pages() -> set[str]:
-    """The meeting-attendance console's page routes (the reservation desk, /console/desk, is issue 19's)."""
+def console_pages(routers: tuple = (*ROUTERS, account.router)) -> set[str]:
+    """The page routes of a console: the meeting-attendance console's, or the reservation desk's (DESK_ROUTERS)."""
     found = set()
-    for router in (*ROUTERS, account.router):
+    for router in routers:
         for route in router.routes:
             path = getattr(route, "path", "")
             if path.startswith("/console") and "GET" in (getattr(route, "methods", None) or ()):
@@ -224,5 +228,33 @@ async def test_no_console_page_scrolls_sideways_on_a_phone_or_a_desktop(outlook_
         await _sign_in(employee, server, made["employee"], "/console/upload-tasks")
         await _check(employee, server, "/console/upload-tasks", problems, viewport)
         await _check(employee, server, pages["/console/meetings/{meeting_id}/files"], problems, viewport)
+    assert problems == [], "\n".join(problems)
+    assert violations == []
+
+
+async def test_no_desk_page_scrolls_sideways_on_a_phone_or_a_desktop(live_server, live_admin_token, watched):
+    open_page, violations = watched
+    agent = _person(live_server, live_admin_token, "Rita Agent-With-A-Long-Name", ["ReservationAgent"])
+    hotel, client_token = _hotel(live_server, live_admin_token, agent)
+    booking = _new_booking("CNF0123456789", {"guest_name": "Ada Guest-With-A-Rather-Long-Family-Name",
+                                             "arrival_date": "2026-02-30", "departure_date": "2026-03-03",
+                                             "room_type": "KING", "adults": 2})
+    first, _, review = _ingest(live_server, client_token, hotel, [booking, _update("CNF0123456789"), REVIEW])
+    task, order = first["task_id"], first["order_id"]
+    pages = {
+        "/console/desk": "/console/desk",
+        "/console/desk/hotels/{hotel_id}/orders": f"/console/desk/hotels/{hotel}/orders",
+        "/console/desk/orders/{order_id}": f"/console/desk/orders/{order}",
+        "/console/desk/tasks/{task_id}": f"/console/desk/tasks/{task}",
+        "/console/desk/tasks/{task_id}/ai": f"/console/desk/tasks/{task}/ai",
+        "/console/desk/tasks/{task_id}/audit": f"/console/desk/tasks/{task}/audit",
+    }
+    assert set(pages) == console_pages(DESK_ROUTERS)
+    problems: list[str] = []
+    for viewport in VIEWPORTS:
+        page = await open_page(viewport=viewport)
+        await _sign_in(page, live_server, agent["email"], "/console/desk")
+        for path in [*pages.values(), f"/console/desk/tasks/{review['task_id']}"]:
+            await _check(page, live_server, path, problems, viewport)
     assert problems == [], "\n".join(problems)
     assert violations == []
