@@ -19,6 +19,10 @@ PGBOUNCER := /usr/sbin/pgbouncer
 # The monitoring tests check deploy/prometheus (alert rules, their unit tests, the scrape config) with promtool,
 # which Debian's prometheus package ships.
 PROMTOOL := /usr/bin/promtool
+# The zh-CN screenshots need a font with Chinese glyphs (Chromium draws boxes without one): Debian's WenQuanYi Zen Hei.
+CJK_FONT := /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc
+# Every page test that takes a screenshot under TENET_SCREENSHOTS (it awaits `_shoot`), so none is left out.
+SCREENSHOT_TESTS = $(shell grep -l 'await _shoot' tests/e2e/test_*.py)
 
 .PHONY: run test install install-test worker lint bench clean-data fuzz-wide screenshots pgbouncer promtool property-explore soak soak-short
 
@@ -57,6 +61,14 @@ $(PGBOUNCER):
 	  systemctl disable --now pgbouncer >/dev/null 2>&1 || service pgbouncer stop >/dev/null 2>&1 || true; \
 	else \
 	  echo "The connection-pooling test needs PgBouncer at $(PGBOUNCER): install it (Debian: sudo apt-get install pgbouncer)"; exit 1; \
+	fi
+
+$(CJK_FONT):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing a CJK font for the zh-CN screenshots (apt-get install fonts-wqy-zenhei)"; \
+	  apt-get install -y -q --no-install-recommends fonts-wqy-zenhei >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends fonts-wqy-zenhei >/dev/null; }; \
+	else \
+	  echo "The zh-CN screenshots need a CJK font at $(CJK_FONT): install it (Debian: sudo apt-get install fonts-wqy-zenhei)"; exit 1; \
 	fi
 
 ## PgBouncer for tests/ops/test_pgbouncer.py (make test installs it too)
@@ -116,9 +128,9 @@ fuzz-wide: $(TEST_STAMP)
 property-explore: $(TEST_STAMP)
 	TENET_PROPERTY_EXPLORE=1 $(BIN)/python -m pytest -n auto $(PYTEST_ARGS) tests/property
 
-## The console's screenshots in docs/console/, taken by its page tests in real Chromium (issue 18)
-screenshots: $(TEST_STAMP) $(CHROMIUM)
-	TENET_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/e2e/test_console_pages.py
+## The consoles' screenshots in docs/console/, taken by every page test that takes one, in real Chromium (issue 18)
+screenshots: $(TEST_STAMP) $(CHROMIUM) $(CJK_FONT)
+	TENET_SCREENSHOTS=1 $(BIN)/python -m pytest -q -n auto $(PYTEST_ARGS) $(SCREENSHOT_TESTS)
 
 ## Ruff on everything, mypy on src (strict on the kernel)
 lint: $(TEST_STAMP)

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from tests.e2e.test_console_pages import BASE, _person, _sign_in, _token
+from tests.e2e.test_console_pages import BASE, _person, _shoot, _sign_in, _token
 
 pytestmark = pytest.mark.live_server
 
@@ -137,6 +137,7 @@ async def test_a_manager_builds_an_agenda_by_dragging_and_assigns_a_task(live_se
     task = _agenda(live_server, manager["email"], mid)["sections"][1]["items"][0]["upload_tasks"][0]
     assert task["assignee_user_id"] == attendee["id"]
     assert datetime.fromisoformat(task["due_at"]) == datetime(2030, 5, 6, 9, 30, tzinfo=ZoneInfo("Asia/Shanghai"))
+    await _shoot(page, "agenda")
     assert violations == []
 
 
@@ -169,4 +170,5 @@ async def test_the_keyboard_reorders_and_the_page_speaks_chinese(live_server, li
         .map(n => n.textContent.trim()).join() === 'First,Second'""")
     api = _agenda(live_server, manager["email"], mid)
     assert [i["title"] for i in api["sections"][0]["items"]] == ["First", "Second"]
+    await _shoot(page, "agenda-zh")
     assert violations == []

@@ -1,7 +1,8 @@
 """The meeting-attendance console in real Chromium against a real `tenet serve` (issue 18): a manager signs in, sees
-home, opens a meeting, adds an attendee through the people search, and watches the live board count a guest who
-checks in meanwhile; the session survives a reload and dies on sign-out and on a role change; the language switcher
-turns the page to Chinese; a forged form without its CSRF token is refused. No page may trip the CSP."""
+home, opens a meeting, adds an attendee through the people search, watches the live board count a guest who checks
+in meanwhile and excuses the attendee who is not there from the board, in English and in Chinese; the session
+survives a reload and dies on sign-out and on a role change; the language switcher turns the page to Chinese; a
+forged form without its CSRF token is refused. No page may trip the CSP."""
 
 from __future__ import annotations
 
@@ -73,26 +74,44 @@ async def _sign_in(page, server, email: str, path: str = "/console") -> None:
     await page.wait_for_url(f"{server.url}{path}")
 
 
-async def test_a_manager_adds_an_attendee_and_watches_a_guest_arrive(live_server, live_admin_token, watched):
+# What the manager's flow reads on the pages, in each language (the zh-CN catalog's words).
+FLOW_WORDS = {
+    "en-US": {"welcome": "Welcome, Mona Manager", "add": "Add", "board": "Live attendance",
+              "correct": "Excuse or undo…", "form": "Excuse or undo", "excused": "Excused", "absent": "Absent",
+              "save": "Save", "reason": "At the dentist", "shots": ("home", "meeting")},
+    # (the catalog's full-width comma, escaped)
+    "zh-CN": {"welcome": "欢迎\uff0cMona Manager", "add": "添加", "board": "实时签到", "correct": "请假或撤销…",
+              "form": "请假或撤销", "excused": "请假", "absent": "缺席", "save": "保存", "reason": "去看牙医",
+              "shots": ("home-zh", "meeting-zh")},
+}
+
+
+@pytest.mark.parametrize("locale", sorted(FLOW_WORDS))
+async def test_a_manager_adds_an_attendee_watches_a_guest_arrive_and_excuses_someone(live_server, live_admin_token,
+                                                                                     watched, locale):
+    """The manager's live board flow, in English and in Chinese (the browser's language picks the console's)."""
+    words = FLOW_WORDS[locale]
     open_page, violations = watched
     manager = _person(live_server, live_admin_token, "Mona Manager", ["MeetingManager"])
-    _person(live_server, live_admin_token, "Erik Employee", ["Employee"])
+    employee = _person(live_server, live_admin_token, "Erik Employee", ["Employee"])
     title = f"Town hall {uuid.uuid4().hex[:6]}"
     meeting = _meeting(live_server, live_admin_token, title)
 
-    page = await open_page(viewport={"width": 1280, "height": 900})
+    page = await open_page(viewport={"width": 1280, "height": 900}, locale=locale)
     await _sign_in(page, live_server, manager["email"])
-    assert "Mona Manager" in await page.text_content("h1")
-    await _shoot(page, "home")
+    assert await page.get_attribute("html", "lang") == locale.removesuffix("-US")
+    assert await page.text_content("h1") == words["welcome"]
+    await _shoot(page, words["shots"][0])
     await page.click(f"#managed a:text('{title}')")
     await page.wait_for_selector("#board")
     assert await page.text_content("#title") == title
     assert "(Asia/Shanghai)" in await page.text_content("#starts")
+    assert await page.text_content("#board-title") == words["board"]
 
-    await page.fill("#q", "Erik")  # the results come as one types (htmx), no Enter needed
-    await page.wait_for_selector("#people-found button:text('Add')")
+    await page.fill("#q", employee["email"])  # the results come as one types (htmx), no Enter needed
+    await page.wait_for_selector(f"#people-found button:text('{words['add']}')")
     assert "?q=" not in page.url
-    await page.click("#people-found button:text('Add')")
+    await page.click(f"#people-found button:text('{words['add']}')")
     await page.wait_for_selector("#attendee-list tr[data-user]")
     assert "Erik Employee" in await page.text_content("#attendee-list")
     assert (await page.text_content("#count-absent")).startswith("1")
@@ -110,8 +129,33 @@ async def test_a_manager_adds_an_attendee_and_watches_a_guest_arrive(live_server
     # The board asks again every few seconds: the guest appears without a reload.
     await page.wait_for_selector("#count-guests strong:text-is('1')", timeout=10_000)
     assert "Gwen Guest" in await page.text_content("#attendances")
-    await _shoot(page, "meeting")
+    await _shoot(page, words["shots"][1])
+
+    # Excuse the employee who is not there, from their row on the board, with a reason.
+    row = page.locator("#attendances tr", has_text="Erik Employee")
+    assert await row.locator("td").nth(2).text_content() == words["absent"]
+    await row.locator(f"a.correct:text('{words['correct']}')").click()
+    await page.wait_for_selector("#correction")
+    assert await page.text_content("h1") == words["form"]
+    assert "Erik Employee" in await page.text_content("#who")
+    assert await page.is_checked("#correction input[name=status][value=EXCUSED]")
+    await page.fill("#note", words["reason"])
+    await page.click(f"#correction button:text('{words['save']}')")
+    await page.wait_for_url(f"{live_server.url}/console/meetings/{meeting['id']}#board")
+    await page.wait_for_selector("#count-excused strong:text-is('1')")
+    assert (await page.text_content("#count-absent")).startswith("0")
+    row = page.locator("#attendances tr", has_text="Erik Employee")
+    assert await row.locator("td").nth(2).text_content() == words["excused"]
+    excused = [a for a in _attendances(live_server, manager["email"], meeting["id"]) if a["user_id"] == employee["id"]]
+    assert [(a["status"], a["note"]) for a in excused] == [("EXCUSED", words["reason"])]
     assert violations == []
+
+
+def _attendances(server, email: str, meeting_id: str) -> list[dict]:
+    listed = httpx.get(f"{server.url}{BASE}/meetings/{meeting_id}/attendances",
+                       headers={"Authorization": f"Bearer {_token(server, email)}"})
+    listed.raise_for_status()
+    return listed.json()["items"]
 
 
 async def test_the_session_dies_on_sign_out_and_on_role_removal(live_server, live_admin_token, watched):
@@ -140,7 +184,7 @@ async def test_the_switcher_turns_the_console_chinese_and_a_forged_form_is_refus
     meeting = _meeting(live_server, live_admin_token, "周会")
     page = await open_page(viewport={"width": 390, "height": 844}, locale="en-US")  # a phone
     await _sign_in(page, live_server, manager["email"], f"/console/meetings/{meeting['id']}")
-    await _shoot(page, "meeting-phone")  # in English: this machine's Chromium has no CJK font to draw Chinese with
+    await _shoot(page, "meeting-phone")
     await page.select_option("#language", "zh-CN")
     await page.click("#language-switcher button")
     await page.wait_for_selector("html[lang='zh-CN']")

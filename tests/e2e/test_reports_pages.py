@@ -12,7 +12,7 @@ import httpx
 import openpyxl
 import pytest
 
-from tests.e2e.test_console_pages import BASE, _person, _sign_in
+from tests.e2e.test_console_pages import BASE, _person, _shoot, _sign_in
 
 pytestmark = pytest.mark.live_server
 
@@ -45,6 +45,7 @@ async def test_a_leader_opens_a_series_report_and_downloads_the_xlsx(live_server
         "#attendees tbody tr", "rows => rows.map(r => Array.from(r.cells).map(c => c.textContent.trim()))")
     assert sorted(r[0] for r in shown) == ["Ada Attendee", "Bo Attendee"]
     assert heading in await page.text_content("h1")
+    await _shoot(page, "report-series" if locale == "en-US" else "report-series-zh")
 
     async with page.expect_download() as waiting:
         await page.click("#download-xlsx")

@@ -1,6 +1,7 @@
 """"My upload tasks" in real Chromium against a real `tenet serve` (issue 18): an attendee signs in, sees the task
 that is due, picks a file and uploads it in place; the progress bar moves (XMLHttpRequest upload progress, the
-script served by Tenet under the strict CSP), and the task shows as uploaded without a page load, as the API says."""
+script served by Tenet under the strict CSP), and the task shows as uploaded without a page load, as the API says;
+in English and in Chinese (the refusal and the task's state read in the person's language)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from tests.e2e.test_console_pages import BASE, _person, _sign_in, _token
+from tests.e2e.test_console_pages import BASE, _person, _shoot, _sign_in, _token
 
 pytestmark = pytest.mark.live_server
 PDF = b"%PDF-1.7\n" + b"0" * (3 * 1024 * 1024) + b"\n%%EOF\n"
@@ -43,16 +44,30 @@ def _statuses(server, email: str) -> dict[str, str]:
     return {t["id"]: t["status"] for t in mine.json()["items"]}
 
 
-async def test_an_attendee_uploads_in_place_with_a_progress_bar(live_server, live_admin_token, watched):
+# What the attendee reads, in each language (the zh-CN catalog's words).
+WORDS = {
+    "en-US": {"title": "My upload tasks", "to_upload": "To upload", "refused": "This type of file is not accepted.",
+              "uploaded": "Uploaded ", "shot": "upload-tasks"},
+    "zh-CN": {"title": "我的上传任务", "to_upload": "待上传", "refused": "不接受此类型的文件。", "uploaded": "已于 ",
+              "shot": "upload-tasks-zh"},
+}
+
+
+@pytest.mark.parametrize("locale", sorted(WORDS))
+async def test_an_attendee_uploads_in_place_with_a_progress_bar(live_server, live_admin_token, watched, locale):
+    words = WORDS[locale]
     open_page, violations = watched
     attendee = _person(live_server, live_admin_token, "Ada Attendee", ["Employee"])
     _, task_id = _task(live_server, live_admin_token, attendee)
 
-    page = await open_page(viewport={"width": 1280, "height": 900})
+    page = await open_page(viewport={"width": 1280, "height": 900}, locale=locale)
     await _sign_in(page, live_server, attendee["email"], "/console/upload-tasks")
     row = f"#task-{task_id}"
+    assert await page.text_content("h1") == words["title"]
     assert await page.get_attribute(row, "data-status") == "PENDING"
     assert "Forecast slides" in await page.text_content(row)
+    assert (await page.text_content(f"{row} .state")).strip() == words["to_upload"]
+    await _shoot(page, words["shot"])
     # Every value the progress bar takes, recorded as the script sets it.
     await page.evaluate("""() => {
         window.progressSeen = [];
@@ -65,7 +80,7 @@ async def test_an_attendee_uploads_in_place_with_a_progress_bar(live_server, liv
         {"name": "tool.exe", "mimeType": "application/x-msdownload", "buffer": b"MZ" + b"0" * 500}])
     await page.click(f"{row} button[type=submit]")
     await page.wait_for_selector("#upload-message:not([hidden])")
-    assert await page.text_content("#upload-message") == "This type of file is not accepted."
+    assert await page.text_content("#upload-message") == words["refused"]
     assert await page.get_attribute(row, "data-status") == "PENDING"
     url_before = page.url
     await page.set_input_files(f"{row} input[type=file]", files=[
@@ -76,6 +91,7 @@ async def test_an_attendee_uploads_in_place_with_a_progress_bar(live_server, liv
     seen = await page.evaluate("window.progressSeen")
     assert seen and max(seen) == 100, seen
     assert await page.query_selector(f"{row} form.upload") is None
+    assert (await page.text_content(f"{row} .state")).strip().startswith(words["uploaded"])
     assert await page.is_hidden("#upload-message")  # the earlier refusal is gone
 
     assert _statuses(live_server, attendee["email"]) == {task_id: "UPLOADED"}

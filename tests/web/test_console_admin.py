@@ -5,6 +5,7 @@ a template's edit and delete; each page offered or refused by role (a table), CS
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -302,11 +303,21 @@ async def test_template_edit_and_delete_are_refused_as_the_api_does(client, user
 
 async def test_the_administration_in_chinese(client, users):
     admin = await users.admin()
+    policy = (await client.get(f"{BASE}/outlook/settings", headers=admin.headers)).json()
+    changed = await client.put(f"{BASE}/outlook/settings", headers=admin.headers, json={
+        **{k: policy[k] for k in ("subscription_lifetime_minutes", "renewal_margin_minutes", "window_days_back",
+                                  "window_days_ahead", "reconcile_cron", "max_concurrent_requests",
+                                  "retry_max_attempts", "retry_base_seconds")}, "batch_size": 200})
+    assert changed.status_code == 200, changed.text
     await sign_in(client, admin.email, headers={"Accept-Language": "zh-CN"})
     client.headers["Accept-Language"] = "zh-CN"
     people = await client.get("/console/admin/people")
     assert "人员与角色" in people.text and "系统管理" in people.text and "授予会议管理员" in people.text
+    assert '<td data-status="active">有效</td>' in people.text and ">active<" not in people.text
     audit = await client.get("/console/admin/audit")
     assert "审计日志" in audit.text and "清除筛选" in audit.text
+    assert 'data-action="OUTLOOK_POLICY_UPDATED"' in audit.text and "修改了 Outlook 同步设置" in audit.text
+    assert "<code>" not in audit.text  # no action said by its code, in the log or in the filter's choices
+    assert not re.search(r'<option value="([A-Z_]+)"[^>]*>\1</option>', audit.text)
     refused = await _grant(client, admin.id, "Administrator", change="revoke")
     assert "这是最后一位在职管理员" in refused.text

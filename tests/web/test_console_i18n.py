@@ -1,6 +1,7 @@
 """The consoles' catalogs are complete (issue 18): every msgid the templates and `N_()` mark has a zh-CN msgstr with
 the same placeholders, the catalog holds nothing the code no longer says, and it compiles from the .po the package
-ships (no .mo to rebuild). Every refusal sentence is one of them."""
+ships (no .mo to rebuild). Every refusal sentence is one of them, and every value of an enum a page shows (a run's
+kind, an account's status, an audit action, ...) has words in both languages, so no page shows a raw code."""
 
 from __future__ import annotations
 
@@ -8,10 +9,20 @@ import re
 from importlib.resources import files
 from pathlib import Path
 
+import pytest
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
+from markupsafe import Markup
 
-from tenet.web import i18n, words
+from tenet.iam.lifecycles import USER
+from tenet.meetings.agenda.models import ATTACHMENT_CATEGORIES
+from tenet.meetings.audit import Action
+from tenet.meetings.outlook import mailboxes
+from tenet.meetings.outlook.models import BINDING_STATES, MAILBOX_STATES, RUN_KINDS, RUN_STATES
+from tenet.meetings.pages import administration, audit_trail, meeting_files, outlook
+from tenet.meetings.pages import console as console_pages
+from tenet.meetings.schemas import AttendanceStatus
+from tenet.web import console, i18n, words
 
 ROOT = Path(__file__).resolve().parents[2] / "src" / "tenet"
 SOURCES = (ROOT / "web", ROOT / "meetings" / "pages", ROOT / "reservations" / "pages")
@@ -68,3 +79,40 @@ def test_accept_language():
     assert i18n.from_accept_language("zh-Hans-CN;q=abc, en;q=0.1") == "en"
     assert i18n.choose(None, None) == "en"
     assert i18n.choose("zh-CN", "en") == "zh-CN"
+
+
+_CHINESE = re.compile(r"[\u4e00-\u9fff]")
+# Each enum a page shows, with the words the page says it by (the mapping the page module keeps).
+ENUM_WORDS = {
+    "Outlook run kinds": (RUN_KINDS, outlook.RUN_KIND_WORDS),
+    "Outlook run statuses": (RUN_STATES, outlook.RUN_STATUS_WORDS),
+    "mailbox hints Tenet stores": (tuple(mailboxes.HINTS), outlook.HINT_WORDS),
+    "account statuses": (USER.states, administration.ACCOUNT_STATUS_WORDS),
+    "audit actions": (tuple(a.value for a in Action), audit_trail.ACTION_WORDS),
+    "attendance statuses": (tuple(s.value for s in AttendanceStatus), console_pages.ATTENDANCE_LABELS),
+    "file categories": (ATTACHMENT_CATEGORIES, meeting_files.CATEGORY_LABELS),
+}
+
+
+@pytest.mark.parametrize("enum", sorted(ENUM_WORDS))
+def test_every_value_a_page_shows_has_words_in_both_languages(enum):
+    values, said = ENUM_WORDS[enum]
+    assert sorted(v for v in values if v not in said) == []
+    chinese = i18n.translations("zh-CN")
+    for value in values:
+        assert said[value] != value, value  # English words, not the code
+        assert _CHINESE.search(chinese.gettext(said[value])), (value, said[value])
+
+
+@pytest.mark.parametrize(("macro", "values"), [("mailbox_state", MAILBOX_STATES), ("binding_status", BINDING_STATES)])
+def test_the_outlook_states_macros_say_every_state_in_chinese(macro, values):
+    module = console.environment("zh-CN").get_template("meetings/outlook_macros.html").make_module({"prefix": ""})
+    for value in values:
+        html = str(getattr(module, macro)(value))
+        text = Markup(html).striptags()
+        assert _CHINESE.search(text) and value not in text, html
+
+
+def test_a_stored_hint_is_known_by_its_code():
+    assert mailboxes.hint_code(mailboxes.HINT_DENIED) == "ACCESS_DENIED"
+    assert mailboxes.hint_code("Something Graph said") is None and mailboxes.hint_code(None) is None

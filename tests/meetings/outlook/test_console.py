@@ -183,3 +183,26 @@ async def test_the_pages_speak_chinese(client, users, graph):
     await sign_in(client, manager.email, headers={"Accept-Language": "zh-CN,zh;q=0.9"})
     page = await client.get("/console/outlook", headers={"Accept-Language": "zh-CN,zh;q=0.9"})
     assert "添加邮箱" in page.text and "源邮箱" in page.text and 'lang="zh-CN"' in page.text
+
+
+async def test_runs_and_hints_are_said_in_chinese_and_graphs_code_is_kept(client, manager, graph, job_runtime):
+    """A run's kind and status and the hint Tenet stored (in English, as the API answers it) are said in the viewer's
+    language; Graph's own code and request-id stay as Graph gave them."""
+    graph.add_mailbox("room@contoso.com")
+    graph.deny(graph.add_mailbox("denied@contoso.com"))
+    zh = {"Accept-Language": "zh-CN,zh;q=0.9"}
+    await sign_in(client, manager.email, headers=zh)
+    client.headers.update(zh)
+    overview = await _page(client, "/console/outlook")
+    for address in ("room@contoso.com", "denied@contoso.com"):
+        await _post(client, "/console/outlook/mailboxes", overview.text, address=address)
+    overview = await _page(client, "/console/outlook")
+    mailbox_id = re.search(r'id="mailbox-([0-9a-f-]{36})">\s*<th scope="row">room@', overview.text).group(1)
+    await run_now(tasks.outlook_delta_round, job_runtime, mailbox_id=mailbox_id)
+    overview = await _page(client, "/console/outlook")
+    assert 'data-code="ErrorAccessDenied"' in overview.text  # Graph's code, as Graph gave it
+    hint = re.search(r'<div class="muted hint">([^<]*)</div>', overview.text).group(1)
+    assert hint.startswith("Exchange 拒绝本应用访问此邮箱") and "完整重新同步" in hint
+    cells = re.findall(r'<td data-(?:kind|status)="([A-Z]+)">([^<]*)', overview.text)
+    assert cells and all(re.search(r"[\u4e00-\u9fff]", said) for _, said in cells), cells
+    assert ("DONE", "已完成") in cells

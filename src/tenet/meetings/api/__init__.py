@@ -20,6 +20,7 @@ from tenet.meetings.pages import (
     meeting_form,
     meeting_templates,
     outlook_bindings,
+    outlook_settings,
     series_form,
     series_list,
     series_page,
@@ -37,8 +38,8 @@ ROUTERS = (attendances.router, checkin.router, meetings.router, reports.router, 
            templates.router, agenda.router, pages_router, outlook.router,
            meeting_form.router, corrections.router, series_form.router, series_page.router,
            upload_tasks.router, cancel.router, audit_trail.router, meeting_templates.router, outlook_pages.router,
-           outlook_bindings.router, meeting_files.router, agenda_editor.router, report_pages.router,
-           administration.router, series_list.router, console_pages.router)
+           outlook_bindings.router, outlook_settings.router, meeting_files.router, agenda_editor.router,
+           report_pages.router, administration.router, series_list.router, console_pages.router)
 OPENAPI_TAGS = ({"name": TAG, "description": TAG_DESCRIPTION},
                 {"name": agenda_permissions.TAG, "description": agenda_permissions.TAG_DESCRIPTION},
                 {"name": outlook_permissions.TAG, "description": outlook_permissions.TAG_DESCRIPTION})

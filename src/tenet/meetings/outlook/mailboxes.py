@@ -33,6 +33,19 @@ HINT_DENIED = ("Exchange refuses this application the mailbox (RBAC for Applicat
                "change to take effect (it can take over an hour), then POST /outlook/mailboxes/{id}/resync.")
 HINT_INVALID = ("Graph knows no mailbox at this address, or the mailbox is not enabled for the REST API (on-premises, "
                 "unlicensed or inactive). Check the address and the mailbox, then POST /outlook/mailboxes/{id}/resync.")
+# Stored by the delta round (sync.py) and a binding's run (runs.py) when Graph refuses or fails mid-round.
+HINT_DENIED_IN_ROUND = "Exchange refuses this app the mailbox: see POST /outlook/mailboxes/{id}/resync"
+HINT_ROUND_FAILED = "Graph failed during a delta round; the job retries"
+# Every hint the service stores, by a stable code: the API answers the English text (`last_error_hint`); the console
+# says the hint of a code in the viewer's language (tenet.meetings.pages.outlook.HINT_WORDS).
+HINTS = {"ACCESS_DENIED": HINT_DENIED, "INVALID": HINT_INVALID, "ACCESS_DENIED_IN_ROUND": HINT_DENIED_IN_ROUND,
+         "ROUND_FAILED": HINT_ROUND_FAILED}
+_HINT_CODES = {text: code for code, text in HINTS.items()}
+
+
+def hint_code(hint: str | None) -> str | None:
+    """The code of a stored hint this service wrote; None for no hint or one it does not know."""
+    return _HINT_CODES.get(hint) if hint else None
 
 
 def normalise(address: str) -> str:

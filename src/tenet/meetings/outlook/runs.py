@@ -10,7 +10,7 @@ from typing import Any
 
 from tenet.db.database import Database
 from tenet.kernel.transitions import transition
-from tenet.meetings.outlook import lifecycles
+from tenet.meetings.outlook import lifecycles, mailboxes
 from tenet.meetings.outlook.graph import GraphClient, GraphError
 from tenet.meetings.outlook.models import OutlookMailbox, OutlookSyncRun
 
@@ -36,8 +36,7 @@ async def recorded(db: Database, client: GraphClient, *, mailbox_id: uuid.UUID, 
                                         OutlookMailbox.state.in_(("OK", "DEGRADED"))),
                                  values={"updated_at": now, "last_error_code": exc.code, "last_error_at": now,
                                          "last_error_request_id": exc.request_id,
-                                         "last_error_hint": "Exchange refuses this app the mailbox: see POST "
-                                                            "/outlook/mailboxes/{id}/resync"})
+                                         "last_error_hint": mailboxes.HINT_DENIED_IN_ROUND})
         if exc.access_denied:
             return {"kind": kind, **counts, "failed": exc.code}
         raise

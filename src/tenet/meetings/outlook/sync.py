@@ -279,8 +279,8 @@ class DeltaRound:
                                      "last_error_hint": None, "last_error_at": None})
 
     async def _fail(self, state: RoundState, exc: GraphError, now: datetime) -> None:
-        name, hint = ("denied", "Exchange refuses this app the mailbox: see POST /outlook/mailboxes/{id}/resync") \
-            if exc.access_denied else ("degraded", "Graph failed during a delta round; the job retries")
+        name, hint = ("denied", mailboxes.HINT_DENIED_IN_ROUND) if exc.access_denied \
+            else ("degraded", mailboxes.HINT_ROUND_FAILED)
         async with self.db.unit_of_work() as session:
             await transition(session, lifecycles.SYNC_RUN, "fail", model=OutlookSyncRun, id=state.run_id,
                              values={"finished_at": now, "counts": dict(state.counts), "error_code": exc.code,

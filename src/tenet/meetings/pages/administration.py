@@ -38,11 +38,14 @@ from tenet.meetings.permissions import ADMINISTRATOR, EMPLOYEE, LEADER, MEETING_
 from tenet.meetings.permissions import Permission as MeetingPermission
 from tenet.web import console
 from tenet.web.console import PREFIX, ConsoleRoute, Viewer
+from tenet.web.i18n import N_
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=ConsoleRoute)
 PEOPLE_PAGE, AUDIT_PAGE = 25, 50
 # The meeting-attendance roles, as the people page offers them (others, e.g. ReservationAgent, are kept as they are).
 MEETING_ROLES = (ADMINISTRATOR, MEETING_MANAGER, LEADER, EMPLOYEE)
+# An account's status (iam.lifecycles.USER's states) as the people page says it.
+ACCOUNT_STATUS_WORDS = {"active": N_("Active"), "disabled": N_("Disabled"), "deleted": N_("Deleted")}
 _MEETING_ID = re.compile(r"[0-9A-Za-z]{1,32}\Z")
 _ACTOR_ID = re.compile(r"[0-9A-Za-z_.:-]{1,64}\Z")
 
@@ -62,7 +65,7 @@ async def _people_page(request: Request, viewer: Viewer, *, text: str, cursor: s
                                                 text=text)
     return console.render(request, viewer, "meetings/admin_people.html", status_code=status_code, active="admin",
                           rows=rows, next_cursor=next_cursor, q=text, cursor=cursor or "", roles=MEETING_ROLES,
-                          problem=problem)
+                          problem=problem, statuses=ACCOUNT_STATUS_WORDS)
 
 
 @router.get("/admin/people")

@@ -20,7 +20,8 @@ from tenet.web.i18n import N_
 
 router = APIRouter(prefix=PREFIX, include_in_schema=False, route_class=ConsoleRoute)
 PAGE_SIZE = 20
-# The audit log's actions as the trail says them; an action without words here is shown by its code.
+# The audit log's actions (tenet.meetings.audit.Action, every one: tests/web/test_console_i18n.py) as the meeting's
+# trail and the administrators' audit log say them, the one mapping of both.
 ACTION_WORDS = {
     "MEETING_CREATED": N_("Created the meeting"),
     "MEETING_UPDATED": N_("Changed the meeting"),
@@ -32,11 +33,15 @@ ACTION_WORDS = {
     "SERIES_UPDATED": N_("Changed the series"),
     "SERIES_RESCHEDULED": N_("Rescheduled the series"),
     "SERIES_DELETED": N_("Deleted the series"),
+    "TEMPLATE_CREATED": N_("Created a meeting template"),
+    "TEMPLATE_UPDATED": N_("Changed a meeting template"),
+    "TEMPLATE_DELETED": N_("Deleted a meeting template"),
     "CHECK_IN": N_("Checked in with the code"),
     "GUEST_CHECK_IN": N_("A guest checked in"),
     "ATTENDANCE_CREATED": N_("Recorded an attendance"),
     "ATTENDANCE_CORRECTED": N_("Corrected an attendance"),
     "GUEST_DATA_ERASED": N_("Erased the guests' personal data"),
+    "USER_ROLES_CHANGED": N_("Changed a person's roles"),
     "AGENDA_SECTION_CREATED": N_("Added an agenda section"),
     "AGENDA_SECTION_UPDATED": N_("Changed an agenda section"),
     "AGENDA_SECTION_DELETED": N_("Deleted an agenda section"),
@@ -51,6 +56,14 @@ ACTION_WORDS = {
     "OUTLOOK_BINDING_CREATED": N_("Bound an Outlook event"),
     "OUTLOOK_BINDING_TAKEN_OVER": N_("Took over an Outlook event"),
     "OUTLOOK_BINDING_RELEASED": N_("Released an Outlook event"),
+    "OUTLOOK_POLICY_UPDATED": N_("Changed the Outlook sync settings"),
+    "OUTLOOK_MAILBOX_ADDED": N_("Added an Outlook mailbox"),
+    "OUTLOOK_MAILBOX_RESYNC_REQUESTED": N_("Asked for a full resync of an Outlook mailbox"),
+    "OUTLOOK_MAILBOX_REPLAY_REQUESTED": N_("Replayed an Outlook mailbox's notifications"),
+    "OUTLOOK_MAILBOX_DISABLED": N_("Disabled an Outlook mailbox"),
+    "OUTLOOK_EXCLUSION_ADDED": N_("Excluded an occurrence from an Outlook series"),
+    "OUTLOOK_EXCLUSION_REMOVED": N_("Included an occurrence of an Outlook series again"),
+    "OUTLOOK_SERIES_TRUNCATED": N_("Truncated a local series for the Outlook launch"),
 }
 
 

@@ -35,6 +35,22 @@ RUN_COUNTS = ("created", "updated", "cancelled", "excluded", "skipped", "superse
 _COUNT_WORDS = {"created": N_("created"), "updated": N_("updated"), "cancelled": N_("cancelled"),
                 "excluded": N_("excluded"), "skipped": N_("skipped (before sync from)"),
                 "superseded": N_("superseded (taken over)")}
+# The runs' kinds and statuses (models.RUN_KINDS, RUN_STATES) and the hints the service stores (mailboxes.HINTS, by
+# code), as the pages say them; tests/web/test_console_i18n.py holds them to every value and to a Chinese word.
+RUN_KIND_WORDS = {"DELTA": N_("Delta round"), "FULL": N_("Full pass"), "BINDING": N_("First sync of a binding"),
+                  "RECONCILE": N_("Reconciliation"), "REPLAY": N_("Replay of notifications")}
+RUN_STATUS_WORDS = {"RUNNING": N_("Running"), "DONE": N_("Done"), "FAILED": N_("Failed")}
+HINT_WORDS = {
+    "ACCESS_DENIED": N_("Exchange refuses this application the mailbox (RBAC for Applications or an Application "
+                        "Access Policy scopes the app's Calendars.Read). Add the mailbox to the app's management "
+                        "scope, allow for the change to take effect (it can take over an hour), then press Full "
+                        "resync."),
+    "INVALID": N_("Graph knows no mailbox at this address, or the mailbox is not enabled for the REST API "
+                  "(on-premises, unlicensed or inactive). Check the address and the mailbox, then press Full resync."),
+    "ACCESS_DENIED_IN_ROUND": N_("Exchange refused this application the mailbox during a sync: add the mailbox to "
+                                 "the app's management scope again, then press Full resync."),
+    "ROUND_FAILED": N_("Graph failed during a delta round; the sync tries again by itself."),
+}
 CHART_RUNS = 20
 PAGE = 50
 
@@ -96,11 +112,14 @@ async def _overview(request: Request, viewer: Viewer, *, problem: str | None = N
         last = item["last_delta_round_at"]
         item["cursor_age_minutes"] = int((now - last).total_seconds() // 60) if last is not None else None
         item["runs"] = _run_rows(await queries.recent_runs(reads(request), mailbox_id=item["mailbox_id"], limit=5))
+        # A hint Tenet wrote is said in the viewer's language; any other text (none today) as it was stored.
+        item["hint_words"] = HINT_WORDS.get(mailboxes.hint_code(item["last_error_hint"]) or "")
     return console.render(request, viewer, "meetings/outlook.html", status_code=status_code, active="outlook",
                           sync_on=settings.graph_configured,
                           client_state_set=settings.graph_notification_client_state is not None,
                           items=items, problem=problem, address=address,
-                          run_counts=[(name, _COUNT_WORDS[name]) for name in RUN_COUNTS])
+                          run_counts=[(name, _COUNT_WORDS[name]) for name in RUN_COUNTS],
+                          run_kinds=RUN_KIND_WORDS, run_statuses=RUN_STATUS_WORDS)
 
 
 @router.get("/outlook")
