@@ -9,6 +9,7 @@ live server's port for the upstream.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import re
 import shutil
 import socket
@@ -169,10 +170,16 @@ def test_an_idle_connection_outlives_the_proxy_idle_timeout(live_server):
     502 by the proxy (uvicorn's default is 5 s; the soak met that race). Here a request on a connection idle for
     6 s is still answered on the same socket."""
     host, port = live_server.url.removeprefix("http://").rsplit(":", 1)
-    request = f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
-    with socket.create_connection((host, int(port)), timeout=10) as connection:
-        connection.sendall(request)
-        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", "/healthz")
+        first = connection.getresponse()
+        assert (first.status, first.read()) == (200, b'{"status":"ok"}')
+        socket_used = connection.sock
         time.sleep(6)
-        connection.sendall(request)
-        assert connection.recv(4096).startswith(b"HTTP/1.1 200"), "the server closed the idle connection"
+        connection.request("GET", "/healthz")  # on the same socket: http.client reconnects only when it has none
+        assert connection.sock is socket_used
+        again = connection.getresponse()  # RemoteDisconnected had the server closed the idle connection
+        assert (again.status, again.read()) == (200, b'{"status":"ok"}')
+    finally:
+        connection.close()
