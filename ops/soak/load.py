@@ -28,7 +28,7 @@ from ops.soak.world import MA, World
 
 PASSWORD = "a soak password 1"
 RETRYABLE = {502, 503, 504}
-WRITE_ATTEMPTS = 12
+WRITE_ATTEMPTS = 60  # at most; WRITE_DEADLINE is the bound (a dead claim answers 409 for up to 15 s, an outage 503)
 WRITE_DEADLINE = 90.0  # seconds a client keeps retrying one write
 UPLOAD_BYTES = (8 * 1024, 128 * 1024)
 
