@@ -117,6 +117,7 @@ auth_file = {self.dir}/userlist.txt
 pool_mode = transaction
 default_pool_size = {pool_size}
 max_client_conn = 500
+server_login_retry = 1
 logfile = {self.log}
 pidfile = {self.dir}/pgbouncer.pid
 admin_users = {self.user}
