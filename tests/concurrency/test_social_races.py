@@ -263,15 +263,20 @@ async def test_a_worker_killed_mid_run_is_recovered_and_the_run_finishes_once(co
     async with committed_db.unit_of_work() as session:
         assert await automations.recover(session, now=clock.now(), retry_base_seconds=1) == 1
     clock.advance(timedelta(minutes=5))
-    drained = await automations.drain(committed_db, clock=clock, default_timezone="UTC", lease_seconds=60,
+    await _drains_once_with_one_digest(committed_db, clock, attempt=2)
+
+
+async def _drains_once_with_one_digest(db, clock, *, attempt: int) -> None:
+    """The one run drains, succeeds on `attempt`, and its owner has exactly one digest (SOC-INV-21)."""
+    drained = await automations.drain(db, clock=clock, default_timezone="UTC", lease_seconds=60,
                                       retry_base_seconds=1)
     assert drained == {"succeeded": 1}
-    async with committed_db.read_only() as session:
+    async with db.read_only() as session:
         run = (await session.execute(text("SELECT status, attempt FROM social.automation_runs"))).one()
         digests = (await session.execute(text(
             "SELECT count(*) FROM social.inbox_messages WHERE message_type = 'todo_digest'"))).scalar()
-    assert tuple(run) == ("succeeded", 2) and digests == 1
-    await rules_hold(committed_db, "SOC-")
+    assert tuple(run) == ("succeeded", attempt) and digests == 1
+    await rules_hold(db, "SOC-")
 
 
 async def _run_now_twice(db, owner, job_id, now) -> list[str]:
@@ -350,12 +355,4 @@ async def test_a_batch_the_database_lost_gives_its_runs_back_with_their_attempt(
         given_back = (await session.execute(text(
             "SELECT status, attempt, claimed_by FROM social.automation_runs"))).one()
     assert tuple(given_back) == ("queued", 0, None)
-    drained = await automations.drain(committed_db, clock=clock, default_timezone="UTC", lease_seconds=60,
-                                      retry_base_seconds=1)
-    assert drained == {"succeeded": 1}
-    async with committed_db.read_only() as session:
-        run = (await session.execute(text("SELECT status, attempt FROM social.automation_runs"))).one()
-        digests = (await session.execute(text(
-            "SELECT count(*) FROM social.inbox_messages WHERE message_type = 'todo_digest'"))).scalar()
-    assert tuple(run) == ("succeeded", 1) and digests == 1
-    await rules_hold(committed_db, "SOC-")
+    await _drains_once_with_one_digest(committed_db, clock, attempt=1)
