@@ -22,6 +22,8 @@ import psycopg
 from psycopg.rows import dict_row
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.kernel.reads import prepare_flag
+
 Row = dict[str, Any]
 Params = Mapping[str, Any] | None
 
@@ -37,7 +39,7 @@ class Statements:
     async def execute(self, sql: str, params: Params = None) -> int:
         """Run a statement; answer the number of rows it affected."""
         async with self._connection.cursor() as cursor:
-            await cursor.execute(sql, params)
+            await cursor.execute(sql, params, prepare=prepare_flag(sql))
             return cursor.rowcount
 
     async def executemany(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
@@ -49,12 +51,12 @@ class Statements:
 
     async def all(self, sql: str, params: Params = None) -> list[Row]:
         async with self._connection.cursor(row_factory=dict_row) as cursor:
-            await cursor.execute(sql, params)
+            await cursor.execute(sql, params, prepare=prepare_flag(sql))
             return await cursor.fetchall()
 
     async def one(self, sql: str, params: Params = None) -> Row | None:
         async with self._connection.cursor(row_factory=dict_row) as cursor:
-            await cursor.execute(sql, params)
+            await cursor.execute(sql, params, prepare=prepare_flag(sql))
             return await cursor.fetchone()
 
     async def value(self, sql: str, params: Params = None) -> Any:
@@ -73,7 +75,7 @@ class Statements:
             async with self._connection.pipeline():
                 for sql, params in queries:
                     cursors.append(self._connection.cursor(row_factory=dict_row))
-                    await cursors[-1].execute(sql, params)
+                    await cursors[-1].execute(sql, params, prepare=prepare_flag(sql))
             return [await cursor.fetchone() if cursor.description is not None else None for cursor in cursors]
         finally:
             for cursor in cursors:

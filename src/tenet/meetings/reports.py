@@ -27,7 +27,7 @@ from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from tenet.iam.principal import Principal
 from tenet.kernel.pagination import PageParams
-from tenet.kernel.reads import Reads
+from tenet.kernel.reads import PlannedPerCall, Reads
 from tenet.meetings import errors, queries, times
 from tenet.meetings.permissions import Action
 
@@ -64,7 +64,10 @@ _PER_USER = """
           FROM r JOIN iam.user_account u ON u.id = r.user_id GROUP BY r.user_id, u.display_name)
 """
 
-SERIES_SQL = f"""
+# Both reports are planned for the values of each call (kernel.reads.PlannedPerCall): a series may hold 2 meetings
+# or 500, a range a day or a year, and the generic plan PostgreSQL adopts for a prepared statement ran the series
+# report of 52 meetings x 300 attendees in 51 ms instead of 29 (bench series_report: 4.5x the baseline's CPU).
+SERIES_SQL = PlannedPerCall(f"""
     WITH s AS (SELECT id, title, timezone, organizer_id FROM meeting_attendance.meeting_series
                 WHERE id = %(series_id)s AND status = 'ACTIVE'),
     m AS (SELECT m.id, m.title, m.start_time, m.timezone FROM meeting_attendance.meetings m JOIN s ON s.id = m.series_id
@@ -80,7 +83,7 @@ SERIES_SQL = f"""
     UNION ALL SELECT 'meeting', to_jsonb(meeting_rows) FROM meeting_rows
     UNION ALL SELECT 'user', to_jsonb(user_rows) FROM user_rows
     UNION ALL SELECT 'user', to_jsonb(expected_rows) FROM expected_rows
-"""  # noqa: S608  (constants of this module)
+""")  # noqa: S608  (constants of this module)
 
 RANGE_SQL = f"""
     WITH m AS (SELECT m.id, m.title, m.start_time, m.timezone FROM meeting_attendance.meetings m
@@ -182,7 +185,7 @@ async def _range(reads: Reads, *, principal: Principal, start: datetime, end: da
         raise errors.ReportRangeInvalid(f"to must be after from, at most {max_days} days later", max_days=max_days)
     scope = "TRUE" if queries.is_manager(principal) else "m.organizer_id = %(caller)s"
     series = "AND m.series_id = %(series_id)s" if series_id else ""
-    rows = await reads.all(RANGE_SQL.format(scope=scope, series=series),
+    rows = await reads.all(PlannedPerCall(RANGE_SQL.format(scope=scope, series=series)),
                            {"from": start, "to": end, "now": now, "caller": principal.id, "series_id": series_id})
     meetings = [_meeting_out(r["body"]) for r in rows if r["kind"] == "meeting"]
     users = [_user_out(r["body"]) for r in rows if r["kind"] == "user"]
