@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from bench import cpu, openloop, report, scenario, sqllog, wrk
+from bench import cpu, openloop, report, scenario, sqllog, waits, wrk
 from bench.services import BenchDatabase, ServiceProcess, log, start_baseline, start_tenet
 from tenet import __version__ as tenet_version
 from tenet.db.database import libpq_url
@@ -129,7 +129,7 @@ def _baseline_plan(module: Any, context: Any) -> dict[str, Any]:
 
 
 def _measure(tool: str, service: ServiceProcess, database: BenchDatabase, request: scenario.Request,
-             args: argparse.Namespace, script: Any) -> tuple[wrk.WrkResult, dict[str, float | None]]:
+             args: argparse.Namespace, script: Any) -> tuple[wrk.WrkResult, dict[str, float | None], dict[str, Any]]:
     threads = min(args.threads, args.concurrency)  # wrk refuses more threads than connections
     meter = cpu.CpuMeter(service.process.pid, database)
     idle = meter.postgresql_idle()  # before any load of this side, so its after-effects do not count
@@ -139,16 +139,21 @@ def _measure(tool: str, service: ServiceProcess, database: BenchDatabase, reques
                 connections=args.concurrency, duration=args.warmup, timeout=args.timeout,
                 label=f"{service.name}-warmup")
     log(f"measuring {service.name} for {args.duration:g} s at {args.concurrency} connections")
+    sampler = waits.WaitSampler(libpq_url(database.url))
     start = meter.sample()
-    result = wrk.run(tool, url=service.base_url, request=request, script=script, threads=threads,
-                     connections=args.concurrency, duration=args.duration, timeout=args.timeout,
-                     label=service.name)
+    sampler.start()
+    try:
+        result = wrk.run(tool, url=service.base_url, request=request, script=script, threads=threads,
+                         connections=args.concurrency, duration=args.duration, timeout=args.timeout,
+                         label=service.name)
+    finally:
+        sampler.stop()
     used = cpu.usage(start, meter.sample(), requests=result.requests, postgresql_idle=idle)
     log(f"{service.name}: {result.requests_per_s:,.1f} req/s, P50 {result.latency_ms['p50']:.2f} ms, "
         f"P99 {result.latency_ms['p99']:.2f} ms, non-2xx {result.non_2xx}, CPU/request: service "
         f"{report.fmt(used['service_ms_per_request'])} ms, "
         f"PostgreSQL {report.fmt(used['postgresql_ms_per_request'])} ms")
-    return result, used
+    return result, used, {"shares": sampler.shares(), "locks": sampler.lock_events()}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -197,8 +202,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         else:
             script = wrk.write_script(request, database.data_dir / "request.lua",
                                       module.wrk_lua(context) if hasattr(module, "wrk_lua") else "")
-            tenet_result, tenet_cpu = _measure(tool, tenet, database, request, args, script)
-            baseline_result, baseline_cpu = _measure(tool, baseline, database, request, args, script)
+            tenet_result, tenet_cpu, tenet_waits = _measure(tool, tenet, database, request, args, script)
+            baseline_result, baseline_cpu, baseline_waits = _measure(tool, baseline, database, request, args, script)
         # What the runs left in the database, read while it still runs (a write scenario's "nothing lost, nothing
         # doubled"): the scenario's optional `verify(context)`, reported beside `describe`. The baseline is stopped
         # first: its pools and Tenet's together can hold every connection the server allows.
@@ -239,8 +244,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.open_loop:
         return {**found, "open_loop": open_loop}
-    return {**found, "runs": {"tenet": {**tenet_result.to_dict(), "cpu": tenet_cpu},
-                              "baseline": {**baseline_result.to_dict(), "cpu": baseline_cpu}},
+    return {**found, "runs": {"tenet": {**tenet_result.to_dict(), "cpu": tenet_cpu, "waits": tenet_waits},
+                              "baseline": {**baseline_result.to_dict(), "cpu": baseline_cpu,
+                                           "waits": baseline_waits}},
             "ratios": report.ratios(tenet_result, baseline_result, tenet_cpu, baseline_cpu)}
 
 

@@ -54,6 +54,7 @@ def markdown(results: dict[str, Any]) -> str:
         *((f"{name} CPU / request (ms)", fmt(tenet["cpu"][f"{part}_ms_per_request"], 3),
            fmt(base["cpu"][f"{part}_ms_per_request"], 3), fmt(r[f"cpu_{part}_ms_per_request"]))
           for part, name in CPU_PARTS),
+        *_wait_rows(tenet.get("waits"), base.get("waits")),
     ]
     data = ", ".join(f"{k}={v}" for k, v in results["data"].items()) or "none"
     lines = [
@@ -76,6 +77,20 @@ def markdown(results: dict[str, Any]) -> str:
         f"server's process tree, PostgreSQL = {_postgresql_cpu_scope(results['database']['mode'])}.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _wait_rows(tenet: dict[str, Any] | None, base: dict[str, Any] | None) -> list[tuple[str, str, str, str]]:
+    """The PostgreSQL backends' states while each side was measured (bench/waits.py), as shares of the samples;
+    the locks waited for on the last row."""
+    if not tenet or not base:
+        return []
+    rows = [(f"Backends {name} (share of samples)", f"{tenet['shares'][name]:.1%}", f"{base['shares'][name]:.1%}", "")
+            for name in tenet["shares"] if tenet["shares"][name] or base["shares"].get(name)]
+
+    def locks(side: dict[str, Any]) -> str:
+        return ", ".join(f"{event} {count}" for event, count in side["locks"].items()) or "none"
+
+    return [*rows, ("Lock waits seen (samples)", locks(tenet), locks(base), "")]
 
 
 def _postgresql_cpu_scope(mode: str) -> str:
