@@ -33,7 +33,7 @@ from tenet.meetings.agenda import errors, mime
 if TYPE_CHECKING:
     from python_multipart.multipart import MultipartCallbacks
 
-BUFFER = 1024 * 1024
+BUFFER = 1024 * 1024  # the file's bytes handed to the writing thread together
 # Multipart framing around the file (boundaries, part headers, a category field): what a body may carry beyond
 # the file itself before its declared length alone says it is too large.
 OVERHEAD = 64 * 1024
@@ -121,7 +121,8 @@ class _Receiver:
         self.events.append(("headers", self.part))
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
-        self.events.append(("data", data[start:end]))
+        # A view, not a copy: the chunk is immutable and the events are handled before the next one arrives.
+        self.events.append(("data", memoryview(data)[start:end]))
 
     def on_part_end(self) -> None:
         self.events.append(("end", self.part))
@@ -144,13 +145,16 @@ class _TempFile:
 
         self.fd = await asyncio.to_thread(create)
 
-    async def write(self, data: bytes) -> None:
+    async def write(self, pieces: list[memoryview]) -> None:
+        """Hash and write `pieces` in order, in a thread (hashlib and os.write release the GIL): the body's bytes
+        are never copied on their way from the request's chunks to the file."""
         def run() -> None:
-            self.digest.update(data)
-            view = memoryview(data)
-            while view:
-                written = os.write(self.fd, view)  # type: ignore[arg-type]
-                view = view[written:]
+            for piece in pieces:
+                self.digest.update(piece)
+                view = piece
+                while view:
+                    written = os.write(self.fd, view)  # type: ignore[arg-type]
+                    view = view[written:]
 
         await asyncio.to_thread(run)
 
@@ -198,7 +202,8 @@ class _Body:
         self.size = 0
         self.head = bytearray()
         self.checked = False  # the first HEAD_BYTES were compared with the declared type
-        self.buffer = bytearray()
+        self.pending: list[memoryview] = []  # the file's bytes not written yet (views of the request's chunks)
+        self.pending_size = 0
         self.values: dict[str, str] = {}
 
     async def headers(self, part: _Part) -> None:
@@ -216,7 +221,7 @@ class _Body:
         elif part.is_file or part.name not in self.fields or part.name in self.values:
             raise errors.AttachmentUploadMalformed(f"Unexpected part {part.name[:40]!r}")
 
-    async def data(self, payload: bytes) -> None:
+    async def data(self, payload: memoryview) -> None:
         assert self.current is not None
         if self.current is not self.file_part:
             self.current.data.extend(payload)
@@ -232,10 +237,11 @@ class _Body:
                 self.checked = True
                 if not mime.matches(self.kind, bytes(self.head), complete=False):
                     raise errors.AttachmentMimeMismatch(declared=self.kind)
-        self.buffer.extend(payload)
-        if len(self.buffer) >= BUFFER:
-            await self.temp.write(bytes(self.buffer))
-            self.buffer.clear()
+        self.pending.append(payload)
+        self.pending_size += len(payload)
+        if self.pending_size >= BUFFER:
+            pieces, self.pending, self.pending_size = self.pending, [], 0
+            await self.temp.write(pieces)
 
     def end(self, part: _Part) -> None:
         if part is not self.file_part:
@@ -248,8 +254,8 @@ class _Body:
             raise errors.AttachmentUploadMalformed("The body ends before its closing boundary")
         if not self.checked and not mime.matches(self.kind, bytes(self.head), complete=True):
             raise errors.AttachmentMimeMismatch(declared=self.kind)
-        if self.buffer:
-            await self.temp.write(bytes(self.buffer))
+        if self.pending:
+            await self.temp.write(self.pending)
         await self.temp.finish()
         return Received(path=self.temp.path, filename=mime.clean_filename(self.file_part.filename),
                         mime_type=self.kind, size=self.size, sha256=self.temp.digest.hexdigest(), fields=self.values)
