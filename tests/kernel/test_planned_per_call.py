@@ -4,7 +4,7 @@ report ran 1.8x slower); an unmarked statement is prepared as psycopg does by de
 
 from __future__ import annotations
 
-from tenet.kernel.reads import PlannedPerCall
+from tenet.kernel.plans import PlannedPerCall
 from tenet.kernel.statements import statements
 
 MARKED = PlannedPerCall("SELECT %(n)s::int + 1 AS marked")

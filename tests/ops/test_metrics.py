@@ -209,3 +209,12 @@ def test_scrape_gauges_appear_once_per_scrape_in_multi_process_mode(tmp_path):
                             check=True).stdout
     assert second.count("# TYPE tenet_database_up gauge") == 1, second
     assert [line for line in second.splitlines() if line.startswith("tenet_database_up")] == ["tenet_database_up 1.0"]
+
+
+def test_the_command_line_does_not_import_the_metrics_library_before_serve_chooses_its_directory():
+    """prometheus_client reads PROMETHEUS_MULTIPROC_DIR once, at its import: `tenet serve --workers N` sets it first,
+    so anything `tenet.cli` imports on its own must not import the library (the embedded database's restarts,
+    counted by serve itself, were lost from /metrics when a kernel module imported it early)."""
+    probe = "import sys, tenet.cli; print('prometheus_client' in sys.modules)"
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert imported.stdout.strip() == "False", imported.stderr

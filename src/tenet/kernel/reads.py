@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection as SqlAlchemyConnection
 
 from tenet.kernel.availability import Availability, database_unavailable
 from tenet.kernel.metrics import observe_checkout, observe_checkout_timeout
+from tenet.kernel.plans import prepare_flag
 
 log = logging.getLogger(__name__)
 
@@ -46,19 +47,6 @@ Row = dict[str, Any]
 Params = Mapping[str, Any] | None
 
 
-class PlannedPerCall(str):
-    """A statement PostgreSQL plans for the values of each call: psycopg never prepares it on the server, so no
-    generic plan (one plan for any values, which PostgreSQL adopts for a prepared statement after five calls when
-    its estimate looks no worse) is ever used for it. For statements whose best plan depends on their values: a
-    report whose series may hold 2 meetings or 500, lookups by arrays of varying length. Planning such a statement
-    costs far less than running it on the wrong plan (bench series_report: 29 against 51 ms a call)."""
-
-    __slots__ = ()
-
-
-def prepare_flag(sql: str) -> bool | None:
-    """psycopg's `prepare=` for `sql`: False for a PlannedPerCall statement, else the connection's default."""
-    return False if isinstance(sql, PlannedPerCall) else None
 
 
 class Runner(Protocol):

@@ -22,7 +22,7 @@ import psycopg
 from psycopg.rows import dict_row
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenet.kernel.reads import prepare_flag
+from tenet.kernel.plans import prepare_flag
 
 Row = dict[str, Any]
 Params = Mapping[str, Any] | None

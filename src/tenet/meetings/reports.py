@@ -27,7 +27,8 @@ from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from tenet.iam.principal import Principal
 from tenet.kernel.pagination import PageParams
-from tenet.kernel.reads import PlannedPerCall, Reads
+from tenet.kernel.plans import PlannedPerCall
+from tenet.kernel.reads import Reads
 from tenet.meetings import errors, queries, times
 from tenet.meetings.permissions import Action
 
