@@ -132,8 +132,8 @@ class _DatabaseScrape:
 
 async def _database_gauges(db: Any, now: datetime) -> Gauges:
     """What only the database knows (jobs, mail), and whether it answered; never waits for a database known down.
-    The statements run cheapest first, and what they found within the bound is kept: a slow count (procrastinate
-    keeps every finished job, so `tenet_jobs` reads a growing table) costs its own gauge, not the database's `up`."""
+    The statements run cheapest first, and what they found within the bound is kept: a slow count (`tenet_jobs` reads
+    every job of the last 30 days, finished ones included) costs its own gauge, not the database's `up`."""
     scrape = _DatabaseScrape()
     if db.availability is None or not db.availability.down:
         try:
