@@ -134,7 +134,7 @@ def measure(args: Any) -> dict[str, Any]:
         for name, request in requests(context).items():
             _check(tenet, name, request)
             script = wrk.write_script(request, database.data_dir / f"{name}.lua")
-            result, used = _measure(tool, tenet, database, request, args, script)
+            result, used, _waits = _measure(tool, tenet, database, request, args, script)
             results[name] = {"path": request.path, **result.to_dict(), "cpu": used}
     finally:
         if tenet is not None:
