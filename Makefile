@@ -132,7 +132,7 @@ property-explore: $(TEST_STAMP)
 screenshots: $(TEST_STAMP) $(CHROMIUM) $(CJK_FONT)
 	TENET_SCREENSHOTS=1 $(BIN)/python -m pytest -q -n auto $(PYTEST_ARGS) $(SCREENSHOT_TESTS)
 
-## Ruff on everything, mypy on src (strict on the kernel)
+## Ruff on everything, mypy on src and bench (strict on the kernel)
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy

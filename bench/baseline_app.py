@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from psycopg import AsyncCursor
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from bench.scenario import BaselineAnswer, BaselineRequest, decode_statements, decode_value
+from bench.scenario import BaselineAnswer, BaselineRequest, DictCursor, decode_statements, decode_value
 
 PLAN_ENV = "BENCH_BASELINE_PLAN"
 
@@ -63,11 +62,11 @@ async def _read_body(receive: Any) -> bytes:
             return b"".join(chunks)
 
 
-Handler = Callable[[AsyncCursor, BaselineRequest], Awaitable[BaselineAnswer]]
+Handler = Callable[[DictCursor, BaselineRequest], Awaitable[BaselineAnswer]]
 
 
 def _statements_handler(statements: list[tuple[str, Any]]) -> Handler:
-    async def run(cursor: AsyncCursor, request: BaselineRequest) -> BaselineAnswer:
+    async def run(cursor: DictCursor, request: BaselineRequest) -> BaselineAnswer:
         results: list[Any] = []
         for sql, params in statements:
             await cursor.execute(sql, params)
@@ -80,7 +79,7 @@ def _statements_handler(statements: list[tuple[str, Any]]) -> Handler:
 def _scenario_handler(name: str, config: dict[str, Any]) -> Handler:
     module = importlib.import_module(f"bench.scenarios.{name}")
 
-    async def run(cursor: AsyncCursor, request: BaselineRequest) -> BaselineAnswer:
+    async def run(cursor: DictCursor, request: BaselineRequest) -> BaselineAnswer:
         return await module.baseline(cursor, request, config)
 
     return run

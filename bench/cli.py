@@ -139,6 +139,7 @@ def _measure(tool: str, service: ServiceProcess, database: BenchDatabase, reques
                 connections=args.concurrency, duration=args.warmup, timeout=args.timeout,
                 label=f"{service.name}-warmup")
     log(f"measuring {service.name} for {args.duration:g} s at {args.concurrency} connections")
+    assert database.url is not None  # set once the database has started
     sampler = waits.WaitSampler(libpq_url(database.url))
     start = meter.sample()
     sampler.start()
@@ -173,6 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         server = database.server_facts()
 
         log(f"loading data ({args.scenario}.setup)")
+        assert database.url is not None  # joined above
         context = asyncio.run(_setup(module, tenet.base_url, libpq_url(database.url)))
         request = module.wrk_request(context)
         baseline_plan = _baseline_plan(module, context)

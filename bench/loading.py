@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -81,10 +82,16 @@ async def add_members(database_url: str, *, workspace_id: uuid.UUID, inviter_id:
     insertion order. Audit rows are left out (no invariant needs them). Answers the user ids, in join order.
     """
     run = uuid.uuid4().hex[:8]
-    users, roles, invitations, sends, memberships = [], [], [], [], []
+    users: list[Any] = []
+    roles: list[Any] = []
+    invitations: list[Any] = []
+    sends: list[Any] = []
+    memberships: list[Any] = []
     async with await psycopg.AsyncConnection.connect(database_url) as connection:
-        (password_hash,) = await (await connection.execute(
+        inviter = await (await connection.execute(
             "SELECT password_hash FROM iam.user_account WHERE id = %s", (inviter_id,))).fetchone()
+        assert inviter is not None, f"the inviter {inviter_id} is not in the database"
+        (password_hash,) = inviter
         for i in range(count):
             user_id, invitation_id = uuid.uuid4(), uuid.uuid4()
             email = f"member-{run}-{i:05d}@bench.example"

@@ -199,7 +199,7 @@ class Generator:
                    "p99": _percentile(latencies, 99), "max": max(latencies),
                    "mean": statistics.fmean(finite) if finite else math.inf}
         lag_ms = [v * 1000 for v in lags]
-        last_answer = max((s.intended + s.latency for s in answered), default=finished)
+        last_answer = max((s.intended + (s.latency or 0.0) for s in answered), default=finished)
         result = Step(
             rate=rate, seconds=seconds, scheduled=total, answered=len(answered), non_2xx=non_2xx, errors=errors,
             timeouts=timeouts, achieved_per_s=len(answered) / max(1e-9, last_answer - t0),

@@ -73,9 +73,15 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
+
+from psycopg import AsyncCursor
+from psycopg.rows import DictRow
 
 import bench.scenarios
+
+# What a baseline handler gets: the baseline's cursor, whose rows are dicts (bench/baseline_app.py).
+DictCursor: TypeAlias = AsyncCursor[DictRow]
 
 
 @dataclass(frozen=True)

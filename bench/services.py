@@ -115,9 +115,10 @@ class BenchDatabase:
     def server_facts(self) -> dict[str, str]:
         assert self.url is not None
         with psycopg.connect(self.url) as connection:
-            version = connection.execute("SHOW server_version").fetchone()[0]
-            max_connections = connection.execute("SHOW max_connections").fetchone()[0]
-        return {"postgresql_version": version, "max_connections": max_connections}
+            version = connection.execute("SHOW server_version").fetchone()
+            max_connections = connection.execute("SHOW max_connections").fetchone()
+        assert version is not None and max_connections is not None  # SHOW always answers one row
+        return {"postgresql_version": version[0], "max_connections": max_connections[0]}
 
     def close(self) -> None:
         """Drop the database or stop the embedded server, then remove the data dir. Call after the

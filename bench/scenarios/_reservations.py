@@ -21,9 +21,9 @@ from datetime import datetime
 from typing import Any
 
 import httpx
-from psycopg import AsyncCursor
 
 from bench.loading import register_users, sign_in
+from bench.scenario import DictCursor
 from bench.scenarios._sql import json_time
 
 HOTEL = "BENCH"
@@ -95,7 +95,7 @@ async def prepare(client: httpx.AsyncClient, database_url: str) -> Setup:
 class CursorReads:
     """tenet.kernel.reads.Reads over the baseline's cursor."""
 
-    def __init__(self, cursor: AsyncCursor) -> None:
+    def __init__(self, cursor: DictCursor) -> None:
         self.cursor = cursor
 
     async def all(self, sql: str, params: Any = None) -> list[dict[str, Any]]:

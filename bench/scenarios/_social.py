@@ -78,11 +78,10 @@ from typing import Any, cast
 
 import httpx
 import psycopg
-from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 from bench.loading import check_invariants, insert_accounts, register_users, sign_in
-from bench.scenario import BaselineAnswer, BaselineRequest, Request
+from bench.scenario import BaselineAnswer, BaselineRequest, DictCursor, Request
 from bench.scenarios._sql import PRINCIPAL_SQL, principal_params
 from tenet.kernel.pagination import PageParams
 from tenet.kernel.reads import Params, Reads, Row
@@ -491,12 +490,12 @@ class _CursorReads:
     """Tenet's query functions over the baseline's cursor: they build the statement and page the rows, the cursor
     runs it (Reads is what they need of Tenet's read path)."""
 
-    def __init__(self, cursor: AsyncCursor) -> None:
+    def __init__(self, cursor: DictCursor) -> None:
         self.cursor = cursor
 
     async def all(self, sql: str, params: Params = None) -> list[Row]:
         await self.cursor.execute(sql, params)
-        return cast(list[Row], await self.cursor.fetchall())
+        return await self.cursor.fetchall()
 
     async def one(self, sql: str, params: Params = None) -> Row | None:
         rows = await self.all(sql, params)
@@ -514,7 +513,7 @@ def _time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
+async def baseline(cursor: DictCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
     principal = config["principals"].get(request.headers.get("authorization", ""))
     if principal is None:
         return BaselineAnswer(401, {"code": "NOT_AUTHENTICATED"})

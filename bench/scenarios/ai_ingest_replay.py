@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from psycopg import AsyncCursor
 
-from bench.scenario import BaselineAnswer, BaselineRequest, Request
+from bench.scenario import BaselineAnswer, BaselineRequest, DictCursor, Request
 from bench.scenarios import ai_ingest
 from bench.scenarios._reservations import BASE, Setup, batch_body, jsonable, prepare
 from tenet.iam.principal import Principal
@@ -50,9 +49,10 @@ def baseline_config(context: Context) -> dict[str, object]:
     return {"client_id": context.setup.client_id}
 
 
-async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
+async def baseline(cursor: DictCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
     await cursor.execute(CLIENT_PRINCIPAL_SQL, {"id": config["client_id"]})
     client = await cursor.fetchone()
+    assert client is not None, "the bench's API client is not in the database"
     principal = Principal(kind="client", id=client["id"], scopes=frozenset(client["scopes"]),
                           hotel_ids=frozenset(client["hotel_ids"]))
     prepared = ingest.prepare(request.body, principal=principal, max_items=500)

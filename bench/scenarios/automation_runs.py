@@ -45,6 +45,7 @@ from zoneinfo import ZoneInfo
 
 import procrastinate
 import psycopg
+from procrastinate.types import JSONDict
 from psycopg import sql
 from sqlalchemy import text
 
@@ -187,7 +188,8 @@ async def _defer(url: str, n: int) -> None:
     async with app.open_async():
         task = app.tasks["noop"]
         for start in range(0, n, DEFER_BATCH):
-            await task.batch_defer_async(*({"i": i} for i in range(start, min(n, start + DEFER_BATCH))))
+            batch: list[JSONDict] = [{"i": i} for i in range(start, min(n, start + DEFER_BATCH))]
+            await task.batch_defer_async(*batch)
 
 
 def _postgresql_ticks(pgdata: Path | None) -> int | None:

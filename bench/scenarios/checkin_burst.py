@@ -31,10 +31,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import psycopg
-from psycopg import AsyncCursor
 
 from bench.loading import check_invariants, register_users, sign_in
-from bench.scenario import BaselineAnswer, BaselineRequest, Request
+from bench.scenario import BaselineAnswer, BaselineRequest, DictCursor, Request
 from bench.scenarios._sql import PRINCIPAL_SQL, principal_params
 from tenet.kernel import ratelimit
 from tenet.kernel.settings import Rate
@@ -140,7 +139,7 @@ def baseline_config(context: Context) -> dict[str, object]:
     return {"users": [[user_id, token] for user_id, token in context.users]}
 
 
-async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
+async def baseline(cursor: DictCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
     parts = request.path.split("/")
     body = json.loads(request.body)
     now = datetime.now(UTC)
@@ -159,6 +158,7 @@ async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[s
         digest = guest.digest(meeting_id)
         await cursor.execute(GUEST_PROBE, {"meeting_id": meeting_id, "digest": digest, "device_id": body["device_id"]})
         probe = await cursor.fetchone()
+        assert probe is not None  # the probe's aggregates answer one row
         await cursor.execute(GUEST_INSERT, {
             **params, "meeting_id": meeting_id, "channel": "GUEST", "guest_id": uuid.uuid4(),
             "existing_guest_id": probe["guest_id"], "name": guest.name, "email": guest.email, "phone": None,
@@ -190,15 +190,17 @@ def verify(context: Context) -> dict[str, object]:
     facts: dict[str, object] = {}
     with psycopg.connect(context.database_url) as connection:
         for run, meeting in context.meetings.items():
-            attendances, users, guests, accepted = connection.execute(
+            counts = connection.execute(
                 "SELECT count(*), count(user_id), count(guest_id), (SELECT count(*) FROM "
                 "meeting_attendance.checkin_scans s WHERE s.meeting_id = %(m)s AND s.outcome = 'ACCEPTED') "
                 "FROM meeting_attendance.attendances WHERE meeting_id = %(m)s", {"m": meeting}).fetchone()
-            duplicates = connection.execute(
+            doubled = connection.execute(
                 "SELECT (SELECT count(*) FROM (SELECT user_id FROM meeting_attendance.attendances WHERE meeting_id = "
                 "%(m)s AND user_id IS NOT NULL AND status <> 'VOIDED' GROUP BY user_id HAVING count(*) > 1) d) + "
                 "(SELECT count(*) FROM (SELECT device_id FROM meeting_attendance.attendances WHERE meeting_id = %(m)s "
-                "AND status <> 'VOIDED' GROUP BY device_id HAVING count(*) > 1) e)", {"m": meeting}).fetchone()[0]
+                "AND status <> 'VOIDED' GROUP BY device_id HAVING count(*) > 1) e)", {"m": meeting}).fetchone()
+            assert counts is not None and doubled is not None  # aggregates always answer one row
+            (attendances, users, guests, accepted), (duplicates,) = counts, doubled
             facts[run] = {"check_ins": attendances, "users": users, "guests": guests, "accepted_scans": accepted,
                           "duplicates": duplicates, "lost": attendances - accepted}
     check_invariants(context.database_url)

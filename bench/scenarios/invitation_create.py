@@ -28,12 +28,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from psycopg import AsyncCursor
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from bench.loading import create_workspace, register_users, sign_in
-from bench.scenario import BaselineAnswer, BaselineRequest, Request
+from bench.scenario import BaselineAnswer, BaselineRequest, DictCursor, Request
 from bench.scenarios._sql import PRINCIPAL_SQL, json_time, principal_params
 from tenet.iam.tokens import digest, new_secret
 from tenet.kernel.audit import _INSERT as _AUDIT_INSERT
@@ -106,12 +105,12 @@ def baseline_config(context: Context) -> dict[str, object]:
             "inviter_name": context.inviter_name}
 
 
-async def _one(cursor: AsyncCursor, sql: str, params: Any) -> dict[str, Any] | None:
+async def _one(cursor: DictCursor, sql: str, params: Any) -> dict[str, Any] | None:
     await cursor.execute(sql, params)
     return await cursor.fetchone()
 
 
-async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
+async def baseline(cursor: DictCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
     workspace_id = uuid.UUID(request.path.split("/")[4])  # /api/v1/workspaces/{id}/invitations
     user_id = config["user_id"]
     wanted = json.loads(request.body)

@@ -58,8 +58,10 @@ async def setup(client: httpx.AsyncClient, database_url: str) -> Context:
             calls.append(_agenda.call(client, token, "POST", f"/agenda/items/{item_id}/upload-tasks", json=body))
         await _agenda.gather(8, calls)
     async with await psycopg.AsyncConnection.connect(database_url) as connection:
-        tasks = (await (await connection.execute(
-            "SELECT count(*) FROM meeting_attendance.meeting_agenda_item_upload_tasks")).fetchone())[0]
+        counted = await (await connection.execute(
+            "SELECT count(*) FROM meeting_attendance.meeting_agenda_item_upload_tasks")).fetchone()
+        assert counted is not None
+        tasks = counted[0]
         await connection.execute("ANALYZE")
         await connection.commit()
     check_invariants(database_url)

@@ -221,7 +221,7 @@ def _load(url: str, graph_user_id: str) -> dict[str, Any]:
 def _settings(url: str, scratch: str, graph: dict[str, str]) -> Any:
     from tenet.settings import Settings
 
-    return Settings(_env_file=None, database_url=url, data_dir=Path(scratch), secret_key=secrets.token_urlsafe(48),  # type: ignore[call-arg]
+    return Settings(_env_file=None, database_url=url, data_dir=Path(scratch), secret_key=secrets.token_urlsafe(48),
                     log_level="WARNING", graph_tenant_id=graph["tenant"], graph_client_id=graph["client"],
                     graph_client_secret=graph["secret"], graph_authority_url=graph["authority"],
                     graph_base_url=graph["base"], graph_ca_bundle=graph["ca"])

@@ -28,12 +28,11 @@ from typing import Any
 import httpx
 import psycopg
 from procrastinate.exceptions import AlreadyEnqueued
-from psycopg import AsyncCursor
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from bench.loading import check_invariants, register_users
-from bench.scenario import BaselineAnswer, BaselineRequest, Request
+from bench.scenario import BaselineAnswer, BaselineRequest, DictCursor, Request
 from tenet.meetings.outlook.webhook import _DEFERRER, _INSERT, _JOB_WAITING, MAX_ITEMS, PROCESS_LOCK, PROCESS_TASK
 
 DESCRIPTION = "POST /outlook/notifications (Graph's change notifications) vs a bare endpoint storing the same rows"
@@ -105,7 +104,7 @@ def _text(value: Any, limit: int) -> str | None:
     return value[:limit] if isinstance(value, str) and value else None
 
 
-async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
+async def baseline(cursor: DictCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
     payload = json.loads(request.body)
     items = payload.get("value") if isinstance(payload, dict) else None
     if not isinstance(items, list) or len(items) > MAX_ITEMS:
@@ -144,12 +143,14 @@ def describe(context: Context) -> dict[str, object]:
 def verify(context: Context) -> dict[str, object]:
     """Every item either side stored is attributed to the mailbox (the subscription found); one job waits."""
     with psycopg.connect(context.database_url) as connection:
-        stored, orphans = connection.execute(
+        counts = connection.execute(
             "SELECT count(*), count(*) FILTER (WHERE mailbox_id IS NULL) FROM meeting_attendance.outlook_notifications"
         ).fetchone()
-        jobs = connection.execute(
+        waiting = connection.execute(
             "SELECT count(*) FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo'",
-            (PROCESS_LOCK,)).fetchone()[0]
+            (PROCESS_LOCK,)).fetchone()
+    assert counts is not None and waiting is not None  # aggregates always answer one row
+    (stored, orphans), (jobs,) = counts, waiting
     check_invariants(context.database_url)
     facts = {"notifications_stored": stored, "without_mailbox": orphans, "processing_jobs_waiting": jobs,
              "invariants": "tenet invariants check passed after the runs"}

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from psycopg import AsyncCursor
 
-from bench.scenario import BaselineAnswer, BaselineRequest, Request
+from bench.scenario import BaselineAnswer, BaselineRequest, DictCursor, Request
 from bench.scenarios import order_queue
 from bench.scenarios._reservations import CursorReads, jsonable
 from bench.scenarios._sql import PRINCIPAL_SQL, principal_params
@@ -48,9 +47,10 @@ def baseline_config(context: Context) -> dict[str, object]:
     return {"principal": principal_params(context.queue.setup.agent_id, context.queue.setup.agent_token)}
 
 
-async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
+async def baseline(cursor: DictCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
     await cursor.execute(PRINCIPAL_SQL, config["principal"])
     row = await cursor.fetchone()
+    assert row is not None, "the bench's principal is not in the database"
     viewer = Viewer(Principal(kind="user", id=uuid.UUID(str(row["id"])), roles=frozenset(row["roles"]),
                               permissions=frozenset(row["permissions"])))
     try:

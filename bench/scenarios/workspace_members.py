@@ -23,10 +23,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from psycopg import AsyncCursor
 
 from bench.loading import add_members, check_invariants, create_workspace, register_users, sign_in
-from bench.scenario import BaselineAnswer, BaselineRequest, Request
+from bench.scenario import BaselineAnswer, BaselineRequest, DictCursor, Request
 from bench.scenarios._sql import PRINCIPAL_SQL, json_time, principal_params
 from tenet.kernel.pagination import PageParams
 from tenet.workspaces import queries
@@ -52,7 +51,8 @@ def _first_page(workspace_id: uuid.UUID) -> str:
 
 def _walk(client: httpx.Client, workspace_id: uuid.UUID, service: str) -> list[dict[str, Any]]:
     """Every page, following next_cursor; answers the pages' JSON."""
-    pages, path = [], _first_page(workspace_id)
+    pages: list[dict[str, Any]] = []
+    path: str | None = _first_page(workspace_id)
     while path is not None:
         response = client.get(path)
         if response.status_code != 200:
@@ -119,7 +119,7 @@ def baseline_config(context: Context) -> dict[str, object]:
     return {"principal": principal_params(context.user_id, context.token)}
 
 
-async def baseline(cursor: AsyncCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
+async def baseline(cursor: DictCursor, request: BaselineRequest, config: dict[str, Any]) -> BaselineAnswer:
     workspace_id = uuid.UUID(request.path.split("/")[4])  # /api/v1/workspaces/{id}/members
     page = PageParams(limit=int(request.query.get("limit", PAGE_SIZE)), cursor=request.query.get("cursor"))
     principal = config["principal"]

@@ -66,7 +66,7 @@ class Ctx:
         zone_name = self.prefer.get("outlook.timezone")
         zone = zone_info(zone_name) if zone_name else None
         select = self.param("$select")
-        return View(immutable_ids=self.entry.immutable_id, zone_name=zone_name if zone else "UTC",
+        return View(immutable_ids=self.entry.immutable_id, zone_name=zone_name if zone_name and zone else "UTC",
                     zone=zone or View().zone,
                     select=frozenset(s.strip() for s in select.split(",")) if select else None,
                     original_start_requires_select=self.emulator.state.settings.original_start_requires_select)
