@@ -58,7 +58,7 @@ async def test_the_board_keeps_its_scroll_and_the_keyboard_focus_when_it_refresh
         f"() => {{ const r = document.querySelector('{REGION}'); "
         f"return r.scrollLeft === {scrolled} && document.activeElement === r; }}", timeout=2_000)
 
-    # A row's link keeps the focus too: Enter still opens that row's form after a refresh.
+    # A row's link keeps the focus too, so Enter after a refresh still opens that row's form.
     await page.focus("#attendances tr:nth-child(2) a.correct")
     await _next_refresh(page)
     await page.wait_for_function(
