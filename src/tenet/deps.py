@@ -1,5 +1,5 @@
-"""What every domain's routes take from the request: the unit of work (writes), the read path (reads), the
-clock and the settings.
+"""What every domain's routes take from the request: the unit of work (writes: `SessionDep`, or `StatementsDep`
+for a command in plain statements only), the read path (reads), the clock and the settings.
 
 The request path is lean on purpose (issue 8): no synchronous dependency anywhere (FastAPI runs those in a
 thread pool, which cost more than the work), the caller resolved by one dependency (tenet.iam.auth), and
@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from tenet.kernel.clock import Clock
 from tenet.kernel.reads import Reads
 from tenet.kernel.settings import KernelSettings
+from tenet.kernel.statements import Statements
 
 
 async def _session(request: Request) -> AsyncIterator[AsyncSession]:
@@ -26,6 +27,12 @@ async def _session(request: Request) -> AsyncIterator[AsyncSession]:
     # is sent (`scope="function"`), so a client never sees a success that was not committed.
     async with request.app.state.db.unit_of_work() as session:
         yield session
+
+
+async def _transaction(request: Request) -> AsyncIterator[Statements]:
+    # The plain unit of work (Database.transaction): for commands whose every change is a plain statement.
+    async with request.app.state.db.transaction() as sql:
+        yield sql
 
 
 async def _now(request: Request) -> datetime:
@@ -39,6 +46,8 @@ async def _settings(request: Request) -> KernelSettings:
 
 
 SessionDep = Annotated[AsyncSession, Depends(_session, scope="function")]
+# The same boundary without the ORM session, for commands written in plain statements only (the check-ins).
+StatementsDep = Annotated[Statements, Depends(_transaction, scope="function")]
 NowDep = Annotated[datetime, Depends(_now)]
 # The composed settings object; a domain reads its own section with tenet.kernel.settings.section().
 SettingsDep = Annotated[KernelSettings, Depends(_settings)]

@@ -11,7 +11,7 @@ import logging
 import math
 import select
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -31,6 +31,7 @@ from tenet.kernel.metrics import timed_pool_class
 from tenet.kernel.reads import BoundReads, PooledReads, Reads
 from tenet.kernel.replica import MONITOR_TIMEOUT, ReplicaReads, note_commit
 from tenet.kernel.settings import POSTGRESQL_URL_PREFIXES, KernelSettings
+from tenet.kernel.statements import Statements, Unit
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +39,19 @@ AfterCommit = Callable[[], Awaitable[Any]]
 _AFTER_COMMIT = "tenet.after_commit"
 
 
-def after_commit(session: AsyncSession, callback: AfterCommit) -> None:
+def after_commit(session: Unit, callback: AfterCommit) -> None:
     """Run `callback` once the session's unit of work has committed; never if it rolls back."""
     session.info.setdefault(_AFTER_COMMIT, []).append(callback)
+
+
+async def _run_after_commit(callbacks: list[AfterCommit]) -> None:
+    for callback in callbacks:
+        try:
+            await callback()
+        except Exception:
+            # The transaction is already durable; an after-commit step is best effort and has
+            # its own retry (the outbox sweep, periodic jobs).
+            log.exception("after-commit step failed")
 
 
 def async_url(url: str) -> str:
@@ -171,6 +182,7 @@ class Database:
                  session_url: str | None = None, standby_url: str | None = None,
                  standby_max_lag: float = 5.0) -> None:
         self.engine = engine
+        self._bind = bind
         self.reads: Reads
         self._prepare = prepare
         self._read_timeout = read_timeout
@@ -263,13 +275,50 @@ class Database:
             callbacks = session.info.pop(_AFTER_COMMIT, [])
             await session.close()
         if committed:
-            for callback in callbacks:
-                try:
-                    await callback()
-                except Exception:
-                    # The transaction is already durable; an after-commit step is best effort and has
-                    # its own retry (the outbox sweep, periodic jobs).
-                    log.exception("after-commit step failed")
+            await _run_after_commit(callbacks)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Statements]:
+        """The plain unit of work: one transaction for a command whose every read and change is a plain statement
+        (tenet.kernel.statements), on a connection of the primary's psycopg pool and without an ORM session.
+        The same contract as `unit_of_work` (commit on success, roll back on error, commit first for an error
+        that `commits_transaction`, after-commit steps once committed); what it saves is the session: about a
+        quarter of a millisecond of the service's CPU a transaction (docs/decisions.md, "The plain unit of
+        work"). In tests it is a savepoint on the bound connection."""
+        held = AsyncExitStack()
+
+        async def begin() -> psycopg.AsyncConnection[Any]:
+            scope = self._pooled_reads.transaction() if self._pooled_reads is not None else self._bound_transaction()
+            return await held.enter_async_context(scope)
+
+        handle = Statements(connect=begin)  # the connection is taken (and BEGIN sent) at the first statement
+        try:
+            yield handle
+        except BaseException as exc:
+            if not getattr(exc, "commits_transaction", False):
+                # Rolled back on the way out; the way out may answer its own error (503: the connection broke).
+                await held.__aexit__(type(exc), exc, exc.__traceback__)
+                raise
+            await held.aclose()  # committed (the refusal's record), then the error travels on
+            raise
+        await held.aclose()
+        note_commit()
+        await _run_after_commit(handle.info.pop(_AFTER_COMMIT, []))
+
+    @asynccontextmanager
+    async def _bound_transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """Tests: a savepoint on the bound connection, inside the test's transaction (rolled back at its end)."""
+        assert self._bind is not None
+        raw = await self._bind.get_raw_connection()
+        driver: psycopg.AsyncConnection[Any] = raw.driver_connection  # type: ignore[assignment]
+        await driver.execute("SAVEPOINT tenet_unit")  # psycopg opens the test's transaction first when it must
+        try:
+            yield driver
+        except BaseException:
+            await driver.execute("ROLLBACK TO SAVEPOINT tenet_unit")
+            await driver.execute("RELEASE SAVEPOINT tenet_unit")
+            raise
+        await driver.execute("RELEASE SAVEPOINT tenet_unit")
 
     @asynccontextmanager
     async def read_only(self) -> AsyncIterator[AsyncSession]:

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from contextlib import suppress
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Protocol
 
 import psycopg
@@ -218,6 +218,47 @@ class PooledReads:
     async def write_one(self, sql: str, params: Params = None) -> list[Row]:
         rows: list[Row] = await self._execute(sql, params, "all", retry=False)
         return rows
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection inside BEGIN ... COMMIT (ROLLBACK when the body raises): the plain unit of work's
+        (tenet.db.database.Database.transaction). The same answers as a read when the database is out of reach
+        (503, the availability told); a connection found dead at BEGIN is replaced once, as nothing has run on
+        it yet, but a transaction that lost its connection later is never repeated."""
+        for attempt in (1, 2):
+            if self._availability is not None:
+                self._availability.check()
+            if not self._opened:
+                await self.open()
+            pool = self.pool
+            started, waited = time.perf_counter(), _no_idle_connection(pool)
+            connection: psycopg.AsyncConnection[Any] | None = None
+            began = False
+            try:
+                async with pool.connection() as connection:
+                    observe_checkout(self._metrics_label, started, waited=waited)
+                    async with connection.transaction():
+                        began = True
+                        yield connection
+                return
+            except PoolTimeout:
+                observe_checkout_timeout(self._metrics_label, started)
+                log.warning("plain unit of work: no connection within the pool timeout")
+                if self._availability is not None:
+                    self._availability.suspect()
+                raise database_unavailable() from None
+            except PoolClosed:
+                raise database_unavailable() from None  # closed under the request: the database went down
+            except psycopg.OperationalError:
+                if connection is not None and not (connection.broken or connection.closed):
+                    raise  # a statement's own error (a deadlock, a timeout): the caller's to answer
+                if began or attempt == 2:
+                    log.warning("plain unit of work: the database connection was lost; not repeated")
+                    raise database_unavailable() from None
+                await self._broken()
+                with suppress(PoolClosed):
+                    await pool.check()
+        raise AssertionError("unreachable")
 
 
 class BoundReads:

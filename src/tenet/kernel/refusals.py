@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import psycopg
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.errors import DomainError
-from tenet.kernel.statements import Params, Row, Statements, statements
+from tenet.kernel.statements import Params, Row, Statements, Unit, statements
 
 E = TypeVar("E", bound=DomainError)
 
@@ -49,7 +48,7 @@ class Attempt:
         await self._sql.execute(_BACK)
 
 
-async def attempt(session: AsyncSession, sql: str, params: Params = None, *,
+async def attempt(session: Unit, sql: str, params: Params = None, *,
                   refused_by: Collection[str]) -> Attempt:
     """Run `sql` behind a savepoint (both in one round trip). A violation of a constraint in `refused_by` (a
     trigger's `RAISE ... USING CONSTRAINT`, a CHECK, a unique index) is the database refusing: the transaction is
@@ -67,7 +66,7 @@ async def attempt(session: AsyncSession, sql: str, params: Params = None, *,
     return Attempt(row, None, handle)
 
 
-async def refuse(session: AsyncSession, error: E, *, record: tuple[str, Params]) -> E:
+async def refuse(session: Unit, error: E, *, record: tuple[str, Params]) -> E:
     """Write `record` (one statement) and answer `error` to raise, marked so that its unit of work commits before
     it travels on: the record persists although the request fails."""
     sql, params = record

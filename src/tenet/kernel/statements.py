@@ -14,7 +14,7 @@ must see objects the session added): the session does not know what these statem
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,14 +31,27 @@ _KEY = "tenet.statements"
 
 
 class Statements:
-    """SQL on the unit of work's connection (inside its transaction)."""
+    """SQL on the unit of work's connection (inside its transaction). `info` holds what the unit of work reads
+    back when it ends (its after-commit steps, tenet.db.database.after_commit), like an ORM session's."""
 
-    def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
+    def __init__(self, connection: psycopg.AsyncConnection[Any] | None = None, *,
+                 connect: Callable[[], Awaitable[psycopg.AsyncConnection[Any]]] | None = None) -> None:
+        # `connect`: the plain unit of work takes its connection (and begins) at the first statement, as a
+        # session does, so a request that counts a rate limit first never holds two pooled connections.
         self._connection = connection
+        self._connect = connect
+        self.info: dict[str, Any] = {}
+
+    async def connection(self) -> psycopg.AsyncConnection[Any]:
+        """The transaction's connection (taken now, when the unit of work has not taken it yet)."""
+        if self._connection is None:
+            assert self._connect is not None
+            self._connection = await self._connect()
+        return self._connection
 
     async def execute(self, sql: str, params: Params = None) -> int:
         """Run a statement; answer the number of rows it affected."""
-        async with self._connection.cursor() as cursor:
+        async with (await self.connection()).cursor() as cursor:
             await cursor.execute(sql, params, prepare=prepare_flag(sql))
             return cursor.rowcount
 
@@ -46,16 +59,16 @@ class Statements:
         """Run one statement for each of `params`, sent together (psycopg pipelines them): a batch's bookkeeping
         rows in one round trip instead of one each."""
         if params:
-            async with self._connection.cursor() as cursor:
+            async with (await self.connection()).cursor() as cursor:
                 await cursor.executemany(sql, params)
 
     async def all(self, sql: str, params: Params = None) -> list[Row]:
-        async with self._connection.cursor(row_factory=dict_row) as cursor:
+        async with (await self.connection()).cursor(row_factory=dict_row) as cursor:
             await cursor.execute(sql, params, prepare=prepare_flag(sql))
             return await cursor.fetchall()
 
     async def one(self, sql: str, params: Params = None) -> Row | None:
-        async with self._connection.cursor(row_factory=dict_row) as cursor:
+        async with (await self.connection()).cursor(row_factory=dict_row) as cursor:
             await cursor.execute(sql, params, prepare=prepare_flag(sql))
             return await cursor.fetchone()
 
@@ -71,10 +84,11 @@ class Statements:
         can share the trip. A failing statement raises its error and the ones after it are not run. (The
         transaction's BEGIN, when this opens it, travels with them.)"""
         cursors: list[psycopg.AsyncCursor[Row]] = []
+        connection = await self.connection()
         try:
-            async with self._connection.pipeline():
+            async with connection.pipeline():
                 for sql, params in queries:
-                    cursors.append(self._connection.cursor(row_factory=dict_row))
+                    cursors.append(connection.cursor(row_factory=dict_row))
                     await cursors[-1].execute(sql, params, prepare=prepare_flag(sql))
             return [await cursor.fetchone() if cursor.description is not None else None for cursor in cursors]
         finally:
@@ -93,12 +107,19 @@ class Statements:
         aborted as after any failed statement. Only this handle's statements belong inside: nothing that
         goes through the session (psycopg's pipeline mode, on the session's own connection).
         """
-        async with self._connection.pipeline():
+        async with (await self.connection()).pipeline():
             yield
 
 
-async def statements(session: AsyncSession) -> Statements:
+# A unit of work as a command receives it: the ORM session of `Database.unit_of_work`, or the plain statements
+# of `Database.transaction` (commands whose every change is a plain statement: no session to pay for).
+Unit = AsyncSession | Statements
+
+
+async def statements(session: Unit) -> Statements:
     """The handle for `session`'s unit of work (its transaction begins now if it has not yet)."""
+    if isinstance(session, Statements):
+        return session
     handle: Statements | None = session.info.get(_KEY)
     if handle is None:
         connection = await session.connection()

@@ -23,13 +23,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from tenet.kernel import ratelimit, refusals
 from tenet.kernel.context import current_request_id
 from tenet.kernel.emails import InvalidEmail, clean_email, normalize_email
 from tenet.kernel.errors import DomainError, ValidationFailed
-from tenet.kernel.statements import Row, statements
+from tenet.kernel.statements import Row, Unit, statements
 from tenet.meetings import errors, times
 from tenet.meetings.codes import CheckInCodes
 from tenet.meetings.models import CHECKIN_MEETING_ACTIVE, CHECKIN_WINDOW
@@ -252,7 +250,7 @@ def meeting_exists(meeting_id: str) -> ratelimit.Condition:
     return ratelimit.Condition(_MEETING_EXISTS, {"meeting_id": meeting_id})
 
 
-async def _refuse(session: AsyncSession, request: _Request, error: DomainError) -> DomainError:
+async def _refuse(session: Unit, request: _Request, error: DomainError) -> DomainError:
     """The error to raise, with its REFUSED scan written: the scan commits, the error travels on (MA-INV-11)."""
     return await refusals.refuse(session, error, record=(SCAN, request.scan("REFUSED", reason=str(error.code))))
 
@@ -297,7 +295,7 @@ async def _probed(request: _Request) -> None:
     database, not the probe, decides: two scans that both saw "no attendance yet" still make one."""
 
 
-async def _write(session: AsyncSession, request: _Request, meeting: Row) -> refusals.Attempt:
+async def _write(session: Unit, request: _Request, meeting: Row) -> refusals.Attempt:
     """The attendance with its ACCEPTED scan and audit row (one statement, behind a savepoint: the trigger may
     refuse it)."""
     params = {"meeting_id": request.meeting_id, "now": request.now, "mode": request.mode,
@@ -319,7 +317,7 @@ async def _write(session: AsyncSession, request: _Request, meeting: Row) -> refu
     return await refusals.attempt(session, sql, params, refused_by=_TRIGGER_REFUSALS)
 
 
-async def _refused_by_the_trigger(session: AsyncSession, request: _Request, codes: CheckInCodes) -> DomainError:
+async def _refused_by_the_trigger(session: Unit, request: _Request, codes: CheckInCodes) -> DomainError:
     """A cancel or reschedule committed between the probe and the write, and the trigger refused it (the attempt
     was taken back): judge the meeting as it is now for the code to answer."""
     current = await (await statements(session)).one(*request.probe())
@@ -328,7 +326,7 @@ async def _refused_by_the_trigger(session: AsyncSession, request: _Request, code
     return await _refuse(session, request, _judge(current, request, codes) or errors.MeetingCancelled())
 
 
-async def _check_in(session: AsyncSession, request: _Request, codes: CheckInCodes) -> CheckInOutcome:
+async def _check_in(session: Unit, request: _Request, codes: CheckInCodes) -> CheckInOutcome:
     sql = await statements(session)
     meeting = await sql.one(*request.probe())
     if meeting is None:
@@ -367,7 +365,7 @@ async def _check_in(session: AsyncSession, request: _Request, codes: CheckInCode
     raise await _refuse(session, request, errors.DeviceAlreadyUsed())
 
 
-async def check_in_user(session: AsyncSession, *, meeting_id: str, principal_id: uuid.UUID, mode: str,
+async def check_in_user(session: Unit, *, meeting_id: str, principal_id: uuid.UUID, mode: str,
                         device_id: str, code: str | None, now: datetime, codes: CheckInCodes) -> CheckInOutcome:
     """A signed-in user checks themself in (any non-deleted meeting whose id they have: the code is the
     capability, D-08; one not on the required list is a walk-in)."""
@@ -375,7 +373,7 @@ async def check_in_user(session: AsyncSession, *, meeting_id: str, principal_id:
     return await _check_in(session, request, codes)
 
 
-async def check_in_guest(session: AsyncSession, *, meeting_id: str, guest: Guest, mode: str, device_id: str,
+async def check_in_guest(session: Unit, *, meeting_id: str, guest: Guest, mode: str, device_id: str,
                          code: str | None, now: datetime, client_address: str | None,
                          codes: CheckInCodes) -> CheckInOutcome:
     """A guest without an account; their personal data goes to `guests` only (MA-INV-13)."""

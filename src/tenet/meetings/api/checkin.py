@@ -8,7 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from tenet.deps import NowDep, SessionDep, client_address, reads
+from tenet.deps import NowDep, StatementsDep, client_address, reads
 from tenet.deps import now as clock_now
 from tenet.iam.auth import require
 from tenet.iam.principal import Principal
@@ -42,7 +42,7 @@ def _answer(outcome: checkin.CheckInOutcome) -> Response:
                          "attendee you are counted as a walk-in. " + _REFUSALS,
              responses={200: {"model": CheckInResult, "description": "Already checked in"},
                         **problem_responses(403, 409, 422)})
-async def check_in(meeting_id: str, body: CheckInRequest, principal: CheckInUser, session: SessionDep, now: NowDep,
+async def check_in(meeting_id: str, body: CheckInRequest, principal: CheckInUser, session: StatementsDep, now: NowDep,
                    request: Request) -> Response:
     outcome = await checkin.check_in_user(
         session, meeting_id=queries.valid_meeting_id(meeting_id), principal_id=principal.id, mode=body.mode.value,
@@ -67,7 +67,7 @@ async def public_meeting(meeting_id: str, request: Request) -> Response:
                          "`GUEST_CHECKIN_LIMIT_REACHED` with `Retry-After`). " + _REFUSALS,
              responses={200: {"model": CheckInResult, "description": "Already checked in"},
                         **problem_responses(403, 409, 422, 429)})
-async def guest_check_in(meeting_id: str, body: GuestCheckInRequest, session: SessionDep, now: NowDep,
+async def guest_check_in(meeting_id: str, body: GuestCheckInRequest, session: StatementsDep, now: NowDep,
                          request: Request) -> Response:
     meeting_id = queries.valid_meeting_id(meeting_id)
     guest = checkin.Guest.clean(name=body.name, email=body.email, phone=body.phone, organization=body.organization)

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
-from tenet.deps import NowDep, SessionDep, SettingsDep, reads
+from tenet.deps import NowDep, SessionDep, SettingsDep, StatementsDep, reads
 from tenet.deps import now as clock_now
 from tenet.iam.auth import require
 from tenet.iam.principal import Principal
@@ -327,7 +327,7 @@ _WEBHOOK_DOC = ("Public: Graph calls it. With `?validationToken=` (subscription 
                 "call inside the request.")
 
 
-async def _webhook(kind: str, request: Request, session: SessionDep, now: NowDep, settings: KernelSettings,
+async def _webhook(kind: str, request: Request, session: StatementsDep, now: NowDep, settings: KernelSettings,
                    token: str | None) -> Response:
     if token is not None:
         # Opaque and echoed as plain text only (never HTML), so it cannot script anything.
@@ -341,7 +341,7 @@ async def _webhook(kind: str, request: Request, session: SessionDep, now: NowDep
              description=_WEBHOOK_DOC, response_class=Response, responses=_WEBHOOK_RESPONSES)
 @not_idempotent
 @timed_by(webhook.ACK_SECONDS.labels(kind="change").observe)
-async def notifications(request: Request, session: SessionDep, now: NowDep, settings: SettingsDep,
+async def notifications(request: Request, session: StatementsDep, now: NowDep, settings: SettingsDep,
                         token: ValidationToken = None) -> Response:
     return await _webhook("CHANGE", request, session, now, settings, token)
 
@@ -351,6 +351,6 @@ async def notifications(request: Request, session: SessionDep, now: NowDep, sett
              response_class=Response, responses=_WEBHOOK_RESPONSES)
 @not_idempotent
 @timed_by(webhook.ACK_SECONDS.labels(kind="lifecycle").observe)
-async def lifecycle(request: Request, session: SessionDep, now: NowDep, settings: SettingsDep,
+async def lifecycle(request: Request, session: StatementsDep, now: NowDep, settings: SettingsDep,
                     token: ValidationToken = None) -> Response:
     return await _webhook("LIFECYCLE", request, session, now, settings, token)

@@ -20,14 +20,13 @@ from datetime import datetime
 from typing import Any
 
 import procrastinate
-import psycopg
 from procrastinate.exceptions import AlreadyEnqueued
 from prometheus_client import Counter, Histogram
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.db.database import after_commit
 from tenet.kernel.errors import BadRequest
-from tenet.kernel.statements import statements
+from tenet.kernel.statements import Unit, statements
 from tenet.kernel.text import storable
 from tenet.meetings.settings import MeetingSettings
 
@@ -151,19 +150,16 @@ def usable(item: dict[str, Any], kind: str) -> bool:
     return True
 
 
-async def _defer_processing(session: AsyncSession) -> None:
+async def _defer_processing(session: Unit) -> None:
     await defer_in(session, PROCESS_TASK, queueing_lock=PROCESS_LOCK)
 
 
-async def defer_in(session: AsyncSession, task: str, *, queueing_lock: str, **kwargs: Any) -> bool:
+async def defer_in(session: Unit, task: str, *, queueing_lock: str, **kwargs: Any) -> bool:
     """Queue `task` in this transaction (its row and NOTIFY take effect with the commit), behind a savepoint: a job
     already waiting with the same queueing lock (its unique index) leaves the transaction's other rows alone.
     Answers whether a job was queued."""
     run = await statements(session)
-    connection = await session.connection()
-    driver = (await connection.get_raw_connection()).driver_connection
-    if not isinstance(driver, psycopg.AsyncConnection):
-        raise TypeError("deferring a job in the unit of work needs the psycopg async driver")
+    driver = await run.connection()
     await run.execute("SAVEPOINT outlook_defer")
     try:
         await _DEFERRER.configure_task(task, connection=driver, queueing_lock=queueing_lock).defer_async(**kwargs)
@@ -191,7 +187,7 @@ async def defer_binding_syncs(session: AsyncSession, resources: set[tuple[Any, s
     return queued
 
 
-async def receive(session: AsyncSession, *, settings: MeetingSettings, kind: str, items: list[dict[str, Any]],
+async def receive(session: Unit, *, settings: MeetingSettings, kind: str, items: list[dict[str, Any]],
                   now: datetime) -> Received:
     """Persist the batch's authentic items and queue their processing. With the sync off (no credentials or no
     clientState configured) everything is dropped: nothing can be checked or processed."""
@@ -224,7 +220,7 @@ async def receive(session: AsyncSession, *, settings: MeetingSettings, kind: str
     return Received(len(kept), dropped)
 
 
-def _count_kept_after_commit(session: AsyncSession, kind: str, count: int) -> None:
+def _count_kept_after_commit(session: Unit, kind: str, count: int) -> None:
     """Kept means stored: counted once the request's transaction has committed, never for a rolled-back one."""
 
     async def counted() -> None:
