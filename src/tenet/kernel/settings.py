@@ -130,9 +130,10 @@ class KernelSettings(BaseSettings):
     db_pool_timeout_seconds: float = Field(
         10.0, gt=0, validation_alias=env("TENET_DB_POOL_TIMEOUT")
     )
-    # The transaction-free read path has a pool of its own (kernel/reads.py): reads never wait behind
-    # writes holding their connections, and the two are sized separately.
-    db_read_pool_size: int = Field(10, ge=1, validation_alias=env("TENET_DB_READ_POOL_SIZE"))
+    # The primary's plain psycopg pool (kernel/reads.py), apart from the units of work's: the transaction-free read
+    # path, one-statement writes (rate-limit counts) and the plain units of work (Database.transaction: the
+    # check-ins, the Outlook webhook), all short; reads never wait behind an ORM unit of work holding a connection.
+    db_read_pool_size: int = Field(20, ge=1, validation_alias=env("TENET_DB_READ_POOL_SIZE"))
 
     # --- scaling out (docs/operations.md, "Scaling out") ----------------------------------------
     # DATABASE_URL points at PgBouncer in transaction pooling mode: each transaction may run on another
