@@ -10,6 +10,10 @@ module-level SQL constants; rows come back as dicts.
 
 Use it only for rows the session does not hold as objects (or after `session.flush()` when a statement
 must see objects the session added): the session does not know what these statements changed.
+
+A command written in these statements only needs no session at all: `Database.transaction()` (the plain unit of
+work, `StatementsDep` in a route) yields such a handle itself, on a connection of the primary's psycopg pool.
+Commands typed `session: Unit` run in either, through `statements(session)`.
 """
 
 from __future__ import annotations
