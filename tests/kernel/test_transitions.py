@@ -121,6 +121,19 @@ async def test_the_set_form_moves_only_rows_in_a_source_state(db, ticket):
     assert [(t.id, t.status, t.version) for t in moved] == [(ticket, "CANCELLED", 2)]
 
 
+async def test_on_a_plain_unit_the_set_form_runs_as_a_plain_statement_and_answers_rows(db, ticket):
+    """The same conditional UPDATE on the plain unit of work (Database.transaction): the machine's sources, the
+    preconditions and the version bump hold; the moved rows come back as rows."""
+    other = uuid.uuid4()
+    async with db.transaction() as sql:
+        await sql.execute("INSERT INTO kernel.ticket_for_transition_tests VALUES (%(id)s, 'DONE', 4)", {"id": other})
+        moved = await transition(sql, TICKET, "cancel", model=Ticket, where=(Ticket.id.in_([ticket, other]),))
+        assert moved == [{"id": ticket, "status": "CANCELLED", "version": 2}]
+        assert await transition(sql, TICKET, "cancel", model=Ticket, where=(Ticket.id == ticket,)) == []
+        with pytest.raises(TypeError):  # the one-row form answers the entity or its refusal: the session's
+            await transition(sql, TICKET, "finish", model=Ticket, id=other)  # type: ignore[call-overload]
+
+
 async def test_lock_rows_locks_existing_rows_in_id_order(db, ticket):
     ids = sorted([uuid.uuid4() for _ in range(3)])
     async with db.unit_of_work() as session:

@@ -10,10 +10,9 @@ from enum import Enum
 from typing import Any, Literal
 
 from psycopg.types.json import Jsonb
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel.context import current_request_id
-from tenet.kernel.statements import statements
+from tenet.kernel.statements import Unit, statements
 
 _INSERT = """
     INSERT INTO kernel.audit_log (occurred_at, action, actor_type, actor_id, subject_type, subject_id, scope_type,
@@ -73,7 +72,7 @@ def _check_keys(data: dict[str, Any]) -> None:
 
 
 async def record(
-    session: AsyncSession,
+    session: Unit,
     *,
     action: str,
     actor: Actor,

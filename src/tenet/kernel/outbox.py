@@ -44,14 +44,14 @@ from email.utils import format_datetime, parseaddr
 
 import aiosmtplib
 from sqlalchemy import or_, select, text, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from tenet.db.database import Database, after_commit
 from tenet.kernel.clock import Clock
 from tenet.kernel.db_errors import once_the_database_answers
 from tenet.kernel.mail import MailSettings, UndeliverableMail, address_domain, header_text, wire_address
 from tenet.kernel.models import EmailOutbox
-from tenet.kernel.statements import statements
+from tenet.kernel.statements import Unit, statements
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ _ENQUEUE = """
 """
 
 
-async def enqueue_email(session: AsyncSession, *, kind: str, to: str, subject: str, body_text: str,
+async def enqueue_email(session: Unit, *, kind: str, to: str, subject: str, body_text: str,
                         now: datetime) -> uuid.UUID:
     """Write one mail into the outbox, in the caller's transaction.
 

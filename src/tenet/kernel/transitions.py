@@ -21,13 +21,16 @@ from functools import cache
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from tenet.kernel import errors
 from tenet.kernel.errors import DomainError
-from tenet.kernel.statements import statements
+from tenet.kernel.statements import Row, Statements, Unit, statements
 
 M = TypeVar("M")
+
+_PLAIN_DIALECT = PGDialect_psycopg()  # type: ignore[no-untyped-call]  # compiles a transition for a plain unit: psycopg's %(name)s placeholders
 
 STATE_MACHINES: dict[str, StateMachine] = {}
 
@@ -121,8 +124,15 @@ async def transition(session: AsyncSession, machine: StateMachine, name: str, *,
                      status_attr: str = ..., version_attr: str | Literal["auto"] | None = ...) -> list[M]: ...
 
 
+@overload
+async def transition(session: Statements, machine: StateMachine, name: str, *, model: type[Any], id: None = ...,
+                     where: tuple[Any, ...], values: Mapping[str, Any] | None = ...,
+                     expected_version: None = ..., refuse: None = ...,
+                     status_attr: str = ..., version_attr: str | Literal["auto"] | None = ...) -> list[Row]: ...
+
+
 async def transition(
-    session: AsyncSession,
+    session: Unit,
     machine: StateMachine,
     name: str,
     *,
@@ -134,13 +144,18 @@ async def transition(
     refuse: Callable[[Refusal[M]], DomainError] | None = None,
     status_attr: str = "status",
     version_attr: str | Literal["auto"] | None = "auto",
-) -> M | list[M]:
+) -> M | list[M] | list[Row]:
     """Move rows of `model` along `name`: the row `id` (answering it, or raising `refuse(Refusal)`), or
     every row matching `where` that is in a source state (answering the moved rows).
 
     `where` adds preconditions that must also hold ("the invitation has not expired"). When the model has
     a `version` column it is incremented; `expected_version` additionally requires the row to be at that
     version (the client's If-Match / expected_version).
+
+    On a plain unit of work (`Database.transaction()`, a `Statements` handle) the same UPDATE runs as a plain
+    statement and the moved rows come back as rows (dicts by column name); only the `where=` form is there, as the
+    `id=` form answers the entity or its refusal, which the session holds. Its values go to the driver as they are,
+    so it is for columns of plain types (text, numbers, times, ids), as a lifecycle's are.
     """
     step = machine.transitions[name]
     status_col = getattr(model, status_attr)
@@ -161,6 +176,11 @@ async def transition(
         update(model).where(*conditions).values(changes).returning(model)
         .execution_options(synchronize_session=False, populate_existing=True)
     )
+    if isinstance(session, Statements):
+        if id is not None:
+            raise TypeError("transition(id=...) answers the entity or its refusal: run it in a session's unit of work")
+        compiled = statement.compile(dialect=_PLAIN_DIALECT, compile_kwargs={"render_postcompile": True})
+        return await session.all(str(compiled), compiled.params)
     moved = list((await session.scalars(statement)).all())
     if id is None:
         return moved

@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from tenet.deps import NowDep, SessionDep, SettingsDep, reads
+from tenet.deps import NowDep, SessionDep, SettingsDep, StatementsDep, reads
 from tenet.deps import now as clock_now
 from tenet.iam.auth import CurrentUser
 from tenet.kernel.http import API_PREFIX, TenetRoute, json_response, problem_responses
@@ -197,9 +197,9 @@ async def transfer_ownership(workspace_id: uuid.UUID, body: OwnershipTransfer, p
                          "workspace in any 24 hours (429 `INVITATION_LIMIT_REACHED` with `Retry-After`).",
              responses=problem_responses(409, 422, 429))
 async def create_invitation(workspace_id: uuid.UUID, body: InvitationCreate, principal: CurrentUser, request: Request,
-                            session: SessionDep) -> Response:
-    # A hot write (bench/invitation_create): the clock and the settings are taken from the request rather
-    # than as dependencies, and the answer is serialised once (json_response), like the hot reads.
+                            session: StatementsDep) -> Response:
+    # A hot write (bench/invitation_create): a plain unit of work (its statements are all plain ones), the clock
+    # and the settings taken from the request rather than as dependencies, the answer serialised once.
     now, settings = clock_now(request), request.app.state.settings
     limit = section(settings, WorkspaceSettings).invitation_sender_limit
     async with commands.sender_slot(request.app.state.rate_limiter, sender_id=principal.id, limit=limit, now=now):

@@ -17,9 +17,10 @@ from urllib.parse import urlencode
 
 from psycopg.errors import UniqueViolation
 from pydantic_settings import BaseSettings
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from tenet.iam import queries as iam_queries
 from tenet.iam import service as iam_service
 from tenet.iam.tokens import digest, new_secret
 from tenet.kernel import audit
@@ -29,7 +30,7 @@ from tenet.kernel.emails import EMAIL_NORMALIZATION_VERSION, InvalidEmail, clean
 from tenet.kernel.mail import header_text
 from tenet.kernel.outbox import enqueue_email
 from tenet.kernel.settings import KernelSettings, section
-from tenet.kernel.statements import statements
+from tenet.kernel.statements import Unit, statements
 from tenet.kernel.transitions import Refusal, transition
 from tenet.workspaces import commands, errors, lifecycles
 from tenet.workspaces.commands import CommandWorkspace
@@ -37,7 +38,6 @@ from tenet.workspaces.models import (
     INVITATION_PENDING_INDEX,
     MEMBERSHIP_ACTIVE_INDEX,
     Invitation,
-    InvitationSend,
     Membership,
     Workspace,
 )
@@ -116,6 +116,9 @@ _INVITE_FACTS = """
     SELECT (SELECT i.id FROM workspace.invitation i
              WHERE i.workspace_id = %(workspace_id)s AND i.email_normalized = %(key)s AND i.status = 'PENDING')
              AS pending_id,
+           (SELECT i.expires_at FROM workspace.invitation i
+             WHERE i.workspace_id = %(workspace_id)s AND i.email_normalized = %(key)s AND i.status = 'PENDING')
+             AS pending_expires_at,
            (SELECT m.user_id FROM iam.user_account u
               JOIN workspace.membership m ON m.user_id = u.id AND m.workspace_id = %(workspace_id)s
                                          AND m.status = 'ACTIVE'
@@ -143,7 +146,7 @@ _INSERT_SEND = """
 """
 
 
-async def _send_invitation_mail(session: AsyncSession, *, invitation: Invitation | NewInvitation,
+async def _send_invitation_mail(session: Unit, *, invitation: Invitation | NewInvitation,
                                 workspace: Workspace | CommandWorkspace,
                                 inviter_id: uuid.UUID, inviter_name: str | None, token: str, policy: InvitationPolicy,
                                 now: datetime, reason: str) -> None:
@@ -151,7 +154,7 @@ async def _send_invitation_mail(session: AsyncSession, *, invitation: Invitation
     (The sender's own limit across workspaces is taken at the boundary: `sender_slot`.) `inviter_name` is the
     caller's display name when the boundary already has it (the request's principal); else it is read."""
     if inviter_name is None:
-        inviter_name = (await iam_service.get_user(session, inviter_id)).display_name
+        inviter_name = await _display_name(session, inviter_id)
     inviter_name, workspace_name = _one_line(inviter_name), _one_line(workspace.name)
     link = accept_link(policy.public_base_url, token)
     body = (
@@ -168,23 +171,27 @@ async def _send_invitation_mail(session: AsyncSession, *, invitation: Invitation
         "workspace_id": workspace.id, "invitation_id": invitation.id, "sent_at": now, "reason": reason})
 
 
-async def _check_daily_limit(session: AsyncSession, workspace_id: uuid.UUID, policy: InvitationPolicy,
+_SENDS_IN_WINDOW = """
+    SELECT count(*) AS sent FROM workspace.invitation_send
+     WHERE workspace_id = %(workspace_id)s AND sent_at > %(since)s
+"""
+_FREEING_SEND = """
+    SELECT sent_at FROM workspace.invitation_send
+     WHERE workspace_id = %(workspace_id)s AND sent_at > %(since)s
+     ORDER BY sent_at OFFSET %(offset)s LIMIT 1
+"""
+
+
+async def _check_daily_limit(session: Unit, workspace_id: uuid.UUID, policy: InvitationPolicy,
                              now: datetime) -> None:
     """At most `daily_limit` invitation mails (invites and resends) per workspace in any 24 hours.
     Counted in the database under the workspace lock, so racing invites cannot both take the last slot."""
-    since = now - SEND_WINDOW
-    sent = (await session.execute(
-        select(func.count()).select_from(InvitationSend)
-        .where(InvitationSend.workspace_id == workspace_id, InvitationSend.sent_at > since)
-    )).scalar_one()
+    sql, window = await statements(session), {"workspace_id": workspace_id, "since": now - SEND_WINDOW}
+    sent = await sql.value(_SENDS_IN_WINDOW, window)
     if sent < policy.daily_limit:
         return
     # The window frees a slot when the send that put it over the limit ages out.
-    freeing = (await session.execute(
-        select(InvitationSend.sent_at)
-        .where(InvitationSend.workspace_id == workspace_id, InvitationSend.sent_at > since)
-        .order_by(InvitationSend.sent_at).offset(sent - policy.daily_limit).limit(1)
-    )).scalar_one()
+    freeing = await sql.value(_FREEING_SEND, {**window, "offset": sent - policy.daily_limit})
     raise errors.InvitationLimitReached(
         f"At most {policy.daily_limit} invitations per workspace per 24 hours",
         retry_after_seconds=int((freeing + SEND_WINDOW - now).total_seconds()) + 1,
@@ -192,18 +199,30 @@ async def _check_daily_limit(session: AsyncSession, workspace_id: uuid.UUID, pol
     )
 
 
+async def _display_name(session: Unit, user_id: uuid.UUID) -> str:
+    return str((await iam_queries.user(await statements(session), user_id=user_id))["display_name"])
+
+
 async def _expire_if_due(session: AsyncSession, invitation: Invitation, now: datetime) -> bool:
     """Mark one PENDING invitation EXPIRED when its time has passed (under the workspace lock)."""
     if invitation.status != "PENDING" or invitation.expires_at > now:
         return False
-    await transition(session, lifecycles.INVITATION, "expire", model=Invitation,
-                     where=(Invitation.id == invitation.id, Invitation.expires_at <= now), values={"expired_at": now})
-    await audit.record(session, action="workspace.invitation.expired", actor=Actor.system(),
-                       subject=("invitation", invitation.id), scope=commands.scope(invitation.workspace_id), now=now)
+    await _expire(session, invitation.id, invitation.workspace_id, now)
     return True
 
 
-async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, principal_id: uuid.UUID, email: str,
+async def _expire(session: Unit, invitation_id: uuid.UUID, workspace_id: uuid.UUID, now: datetime) -> bool:
+    """The `expire` transition of one invitation whose time has passed, and its audit row; whether it moved."""
+    moved = await transition(session, lifecycles.INVITATION, "expire", model=Invitation,
+                             where=(Invitation.id == invitation_id, Invitation.expires_at <= now),
+                             values={"expired_at": now})
+    if moved:
+        await audit.record(session, action="workspace.invitation.expired", actor=Actor.system(),
+                           subject=("invitation", invitation_id), scope=commands.scope(workspace_id), now=now)
+    return bool(moved)
+
+
+async def create_invitation(session: Unit, *, workspace_id: uuid.UUID, principal_id: uuid.UUID, email: str,
                             role: InvitationRole, policy: InvitationPolicy, now: datetime,
                             inviter_name: str | None = None) -> tuple[NewInvitation, str]:
     """Invite an email address; the token goes out only by mail. Answers the invitation and the token (for
@@ -224,12 +243,11 @@ async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, p
     workspace, membership = commands.allowed(found, workspace_id, principal_id, Action.INVITE)
     require(membership.role, Action.INVITE, role.value)
     assert facts is not None
-    if facts["pending_id"] is not None:
-        # A pending invitation past its time no longer blocks a new one: close it first (WS-INV-04).
-        existing = await session.get(Invitation, facts["pending_id"], populate_existing=True)
-        assert existing is not None
-        if not await _expire_if_due(session, existing, now):
-            raise errors.InvitationAlreadyPending(invitation_id=str(existing.id))
+    # A pending invitation past its time no longer blocks a new one: close it first (WS-INV-04).
+    pending = facts["pending_id"]
+    if pending is not None and (facts["pending_expires_at"] > now
+                                or not await _expire(session, pending, workspace_id, now)):
+        raise errors.InvitationAlreadyPending(invitation_id=str(pending))
     if facts["member_user_id"] is not None:
         raise errors.AlreadyMember(user_id=str(facts["member_user_id"]))
     if facts["sent"] >= policy.daily_limit:
@@ -241,8 +259,8 @@ async def create_invitation(session: AsyncSession, *, workspace_id: uuid.UUID, p
         token_digest=digest(token), invited_by=principal_id, created_at=now, expires_at=now + policy.ttl,
         last_sent_at=now,
     )
-    if inviter_name is None:  # read before the pipeline below, which only plain statements may join
-        inviter_name = (await iam_service.get_user(session, principal_id)).display_name
+    if inviter_name is None:  # read before the pipeline below
+        inviter_name = await _display_name(session, principal_id)
     # The four rows of an invitation (it, its mail, its send, its audit row) go in one round trip (plain
     # statements: nothing else in this command needs the session to hold the new invitation). The violation
     # is only reachable when the lock is bypassed; the index is the arbiter of WS-INV-03.
