@@ -46,7 +46,8 @@ async def _settings(request: Request) -> KernelSettings:
 
 
 SessionDep = Annotated[AsyncSession, Depends(_session, scope="function")]
-# The same boundary without the ORM session, for commands written in plain statements only (the check-ins).
+# The same boundary without the ORM session, for commands written in plain statements only (the check-ins, the
+# Outlook webhook, the invitation).
 StatementsDep = Annotated[Statements, Depends(_transaction, scope="function")]
 NowDep = Annotated[datetime, Depends(_now)]
 # The composed settings object; a domain reads its own section with tenet.kernel.settings.section().

@@ -132,7 +132,7 @@ class KernelSettings(BaseSettings):
     )
     # The primary's plain psycopg pool (kernel/reads.py), apart from the units of work's: the transaction-free read
     # path, one-statement writes (rate-limit counts) and the plain units of work (Database.transaction: the
-    # check-ins, the Outlook webhook), all short; reads never wait behind an ORM unit of work holding a connection.
+    # check-ins, the Outlook webhook, the invitation), all short; reads never wait behind an ORM unit of work.
     db_read_pool_size: int = Field(20, ge=1, validation_alias=env("TENET_DB_READ_POOL_SIZE"))
 
     # --- scaling out (docs/operations.md, "Scaling out") ----------------------------------------
