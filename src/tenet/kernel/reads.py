@@ -38,6 +38,7 @@ from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection as SqlAlchemyConnection
 
 from tenet.kernel.availability import Availability, database_unavailable
+from tenet.kernel.errors import ServiceUnavailable
 from tenet.kernel.metrics import observe_checkout, observe_checkout_timeout
 from tenet.kernel.plans import prepare_flag
 
@@ -157,14 +158,26 @@ class PooledReads:
         if self._availability is not None and not await self._availability.confirm():
             raise database_unavailable() from None
 
+    async def _ready(self) -> AsyncConnectionPool[Any]:
+        """The pool to take a connection from: 503 at once while the database is known to be down."""
+        if self._availability is not None:
+            self._availability.check()
+        if not self._opened:
+            await self.open()
+        return self.pool
+
+    def _no_connection(self, started: float, path: str) -> ServiceUnavailable:
+        """The answer when the pool gave no connection within its timeout (and the availability told)."""
+        observe_checkout_timeout(self._metrics_label, started)
+        log.warning("%s: no connection within the pool timeout", path)
+        if self._availability is not None:
+            self._availability.suspect()
+        return database_unavailable()
+
     async def _execute(self, sql: str, params: Params, fetch: str, *, retry: bool = True) -> Any:
         for attempt in (1, 2):
-            if self._availability is not None:
-                self._availability.check()
-            if not self._opened:
-                await self.open()
+            pool = await self._ready()
             connection: psycopg.AsyncConnection[Any] | None = None
-            pool = self.pool
             started, waited = time.perf_counter(), _no_idle_connection(pool)
             try:
                 async with pool.connection() as connection:
@@ -175,11 +188,7 @@ class PooledReads:
                             return await cursor.fetchall()
                         return await cursor.fetchone()
             except PoolTimeout:
-                observe_checkout_timeout(self._metrics_label, started)
-                log.warning("read path: no connection within the pool timeout")
-                if self._availability is not None:
-                    self._availability.suspect()
-                raise database_unavailable() from None
+                raise self._no_connection(started, "read path") from None
             except PoolClosed:
                 # Closed under the request because the database went down (`_drop_pool`).
                 raise database_unavailable() from None
@@ -226,11 +235,7 @@ class PooledReads:
         (503, the availability told); a connection found dead at BEGIN is replaced once, as nothing has run on
         it yet, but a transaction that lost its connection later is never repeated."""
         for attempt in (1, 2):
-            if self._availability is not None:
-                self._availability.check()
-            if not self._opened:
-                await self.open()
-            pool = self.pool
+            pool = await self._ready()
             started, waited = time.perf_counter(), _no_idle_connection(pool)
             connection: psycopg.AsyncConnection[Any] | None = None
             began = False
@@ -242,11 +247,7 @@ class PooledReads:
                         yield connection
                 return
             except PoolTimeout:
-                observe_checkout_timeout(self._metrics_label, started)
-                log.warning("plain unit of work: no connection within the pool timeout")
-                if self._availability is not None:
-                    self._availability.suspect()
-                raise database_unavailable() from None
+                raise self._no_connection(started, "plain unit of work") from None
             except PoolClosed:
                 raise database_unavailable() from None  # closed under the request: the database went down
             except psycopg.OperationalError:
